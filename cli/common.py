@@ -1,0 +1,122 @@
+"""Shared CLI plumbing: the store option, output rendering, and the one error handler.
+
+Only cli/ reads the environment (EVSTORE_URL), touches stdin/stdout and picks exit codes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+import evstore
+from evstore.errors import EvstoreError, InputError
+
+__all__ = [
+    "DEFAULT_URL",
+    "Ctx",
+    "emit",
+    "fail",
+    "open_store",
+    "pass_ctx",
+    "read_input",
+]
+
+#: The default store: a SQLite file in the current directory.
+DEFAULT_URL = "sqlite:///evstore.db"
+
+
+class Ctx:
+    """Per-invocation state: the store URL and whether output is JSON."""
+
+    def __init__(self, url: str, as_json: bool) -> None:
+        self.url = url
+        self.json = as_json
+
+
+pass_ctx = click.make_pass_decorator(Ctx)
+
+
+def open_store(ctx: Ctx, *, create: bool = False) -> evstore.Store:
+    """Open the invocation's store (only init, put and the ingest commands pass create=True)."""
+    return evstore.open(ctx.url, create=create)
+
+
+def _to_jsonable(obj: Any) -> Any:
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    return obj
+
+
+def emit(ctx: Ctx, obj: Any, human: Callable[[Any], None] | str | None = None) -> None:
+    """Print a result: exactly one JSON object with --json, else the human rendering.
+
+    Args:
+        obj: a dict or an object with ``to_dict()``.
+        human: a callable that prints the human form, or a str to print, or None (JSON
+            pretty-printed).
+    """
+    data = _to_jsonable(obj)
+    if ctx.json:
+        click.echo(json.dumps(data, ensure_ascii=False, sort_keys=True))
+        return
+    if human is None:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True))
+    elif isinstance(human, str):
+        click.echo(human)
+    else:
+        human(obj)
+
+
+def fail(ctx: Ctx, obj: dict[str, Any], message: str, code: int = 1) -> NoReturn:
+    """Print a non-error failure result (e.g. `has` with missing refs) and exit ``code``."""
+    if ctx.json:
+        click.echo(json.dumps(obj, ensure_ascii=False, sort_keys=True))
+    else:
+        click.echo(message)
+    sys.exit(code)
+
+
+def read_input(path: str) -> bytes:
+    """The raw bytes of a file, or of stdin for ``-`` (no decoding, nothing stripped).
+
+    Raises:
+        InputError: ``input.unreadable`` when the file cannot be read.
+    """
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}", code="input.unreadable", path=path) from None
+
+
+def env_url() -> str:
+    """EVSTORE_URL, else the default SQLite file."""
+    return os.environ.get("EVSTORE_URL") or DEFAULT_URL
+
+
+def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a command body, mapping evstore errors to a message (or JSON) and exit code 1."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except EvstoreError as err:
+            ctx = click.get_current_context().find_object(Ctx)
+            if ctx is not None and ctx.json:
+                click.echo(json.dumps({"ok": False, "error": err.to_dict()}, ensure_ascii=False, sort_keys=True))
+            else:
+                click.echo(f"error: {err}", err=True)
+                if err.rule:
+                    click.echo(f"  rule: {err.rule}", err=True)
+            sys.exit(1)
+
+    return wrapper

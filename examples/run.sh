@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The README's main job: ingest everything in examples/ into the store
+# ($EVSTORE_URL, default sqlite:///evstore.db in the current directory), then show it.
+# Safe to re-run: identical evidence is stored once and reported as not new.
+set -euo pipefail
+EX="$(cd "$(dirname "$0")" && pwd)"
+
+echo "== store: ${EVSTORE_URL:-sqlite:///evstore.db}"
+evstore init
+
+echo "== generic JSON"
+evstore ingest "$EX"/json/*.json
+
+# Contract examples are added below by each contract area.
+# @@AREAS@@
+
+echo "== all artifacts"
+evstore ls
+echo "== check"
+evstore check

@@ -1,0 +1,82 @@
+"""First-write-wins bindings: bind a key to a value once; another value later is a conflict.
+
+Contract modules decide what is bound (a revision checksum to a document, a fragment identity
+to its scope, a ref to its digest, a package id to its address); this module only makes the
+binding atomic. A binding is ``(namespace, key) -> value``; the key is indexed by its SHA-256,
+so keys of any length work on both backends.
+
+Atomicity: the row is inserted with ``ON CONFLICT DO NOTHING`` and then read back inside the
+same transaction. Under concurrent ingests from several processes exactly one value lands
+(SQLite serialises writers with ``BEGIN IMMEDIATE``; PostgreSQL's unique index makes the
+second inserter wait for the first to commit), and every loser sees the winner's value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from .blobs import insert_ignore
+from .digests import sha256_hex
+from .tables import bindings
+
+__all__ = ["BindResult", "bind", "lookup_binding"]
+
+
+@dataclass(frozen=True, slots=True)
+class BindResult:
+    """The outcome of :func:`bind`.
+
+    Attributes:
+        value: the value the key is bound to now (the existing one on a conflict).
+        new: True when this call made the binding.
+        conflict: True when the key was already bound to another value.
+    """
+
+    value: str
+    new: bool
+    conflict: bool
+
+
+def lookup_binding(conn: Connection, namespace: str, key: str) -> str | None:
+    """The value bound to ``(namespace, key)``, or None."""
+    return conn.execute(
+        sa.select(bindings.c.value).where(
+            bindings.c.namespace == namespace, bindings.c.key_digest == sha256_hex(key.encode())
+        )
+    ).scalar()
+
+
+def bind(conn: Connection, namespace: str, key: str, value: str, origin: str = "") -> BindResult:
+    """Bind ``key`` to ``value`` in ``namespace`` unless it is already bound.
+
+    Never raises on a conflict: the caller turns ``conflict`` into its contract's
+    :class:`~evstore.errors.BindingConflict` code, and the transaction rolls back.
+
+    Args:
+        namespace: e.g. ``"fragment.scope"`` (at most 64 characters).
+        key: the bound key, any text.
+        value: the value, any text.
+        origin: the address (64 hex) of the artifact whose write makes the binding.
+    """
+    existing = lookup_binding(conn, namespace, key)
+    if existing is not None:
+        return BindResult(existing, False, existing != value)
+    insert_ignore(
+        conn,
+        bindings,
+        [
+            {
+                "namespace": namespace,
+                "key_digest": sha256_hex(key.encode()),
+                "key": key,
+                "value": value,
+                "origin": origin,
+            }
+        ],
+    )
+    landed = lookup_binding(conn, namespace, key)
+    assert landed is not None
+    return BindResult(landed, landed == value, landed != value)

@@ -1,0 +1,354 @@
+"""Blobs: bytes stored by address, read back only after verification.
+
+A blob row holds the size in bytes, the BLAKE3 address and the SHA-256. Blobs of at most
+:data:`INLINE_MAX` bytes are stored inline in the row; larger ones are written in
+:data:`CHUNK_SIZE` chunks while they are hashed (one pass over exactly the bytes stored, so a
+256 MiB blob never has to be held in memory).
+
+Every read verifies size and BLAKE3 before any byte is returned; a mismatch raises
+:class:`~evstore.errors.CorruptionError` and the bytes are never served. Nothing modifies
+stored bytes, except that putting the same content again over a corrupt copy repairs it.
+
+Functions here take an open SQLAlchemy ``Connection`` inside the caller's transaction.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql as pg_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
+from sqlalchemy.engine import Connection
+
+from .digests import Digest, Hasher, digest_bytes
+from .errors import CorruptionError, NotFound
+from .refs import ContentRef
+from .tables import blob_chunks, blobs
+
+__all__ = [
+    "CHUNK_SIZE",
+    "INLINE_MAX",
+    "BlobRow",
+    "PutResult",
+    "insert_ignore",
+    "iter_verified",
+    "lookup",
+    "lookup_sha256",
+    "put_bytes",
+    "put_many",
+    "put_stream",
+    "read_verified",
+    "verify_stored",
+]
+
+#: Largest blob stored inline in its row, in bytes.
+INLINE_MAX = 1 << 20
+#: Chunk size for larger blobs, in bytes.
+CHUNK_SIZE = 1 << 20
+_IN_BATCH = 500
+
+
+@dataclass(frozen=True, slots=True)
+class PutResult:
+    """What a put did: the blob's :class:`Digest`, and whether this call stored new bytes."""
+
+    digest: Digest
+    new: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BlobRow:
+    """A blob's index row (no bytes): its :class:`Digest` and where its bytes live."""
+
+    digest: Digest
+    chunk_set: int | None
+
+
+def insert_ignore(conn: Connection, table: sa.Table, rows: Sequence[dict[str, Any]]) -> None:
+    """INSERT rows, skipping those whose primary key already exists (both backends).
+
+    Concurrent writers of the same key both succeed: the loser's row is skipped, so no
+    IntegrityError reaches the caller.
+    """
+    if not rows:
+        return
+    if conn.dialect.name == "postgresql":
+        stmt: Any = pg_dialect.insert(table).on_conflict_do_nothing()
+    else:
+        stmt = sqlite_dialect.insert(table).on_conflict_do_nothing()
+    conn.execute(stmt, list(rows))
+
+
+def _row(r: Any) -> BlobRow:
+    return BlobRow(Digest(r.address, r.sha256, int(r.size)), r.chunk_set)
+
+
+def lookup(conn: Connection, ref: ContentRef) -> BlobRow | None:
+    """The blob a content ref names, or None. A SHA-256 ref picks the blob with that digest."""
+    cols = (blobs.c.address, blobs.c.sha256, blobs.c.size, blobs.c.chunk_set)
+    if ref.algorithm == "blake3":
+        r = conn.execute(sa.select(*cols).where(blobs.c.address == ref.hex)).first()
+    else:
+        r = conn.execute(sa.select(*cols).where(blobs.c.sha256 == ref.hex).limit(1)).first()
+    return _row(r) if r is not None else None
+
+
+def lookup_sha256(conn: Connection, sha256_hex: str) -> BlobRow | None:
+    """The blob whose SHA-256 is ``sha256_hex`` (64 lowercase hex), or None."""
+    return lookup(conn, ContentRef("sha256", sha256_hex, "sha256:" + sha256_hex))
+
+
+def _corrupt(address: str, why: str) -> CorruptionError:
+    return CorruptionError(
+        f"stored bytes of blake3:{address} do not match their address ({why}); not served",
+        code="corruption.digest" if "digest" in why else "corruption.size",
+        details={"address": "blake3:" + address},
+    )
+
+
+def _iter_raw(conn: Connection, address: str) -> Iterator[bytes]:
+    r = conn.execute(
+        sa.select(blobs.c.data, blobs.c.chunk_set).where(blobs.c.address == address)
+    ).first()
+    if r is None:
+        raise NotFound(f"no blob blake3:{address}", code="not-found.blob")
+    if r.chunk_set is None:
+        yield bytes(r.data or b"")
+        return
+    seq = 0
+    while True:
+        # One chunk per query keeps memory at one chunk, on both drivers.
+        c = conn.execute(
+            sa.select(blob_chunks.c.data).where(
+                blob_chunks.c.chunk_set == r.chunk_set, blob_chunks.c.seq == seq
+            )
+        ).first()
+        if c is None:
+            return
+        yield bytes(c.data)
+        seq += 1
+
+
+def verify_stored(conn: Connection, row: BlobRow) -> CorruptionError | None:
+    """Re-hash a stored blob; the :class:`CorruptionError` describing a mismatch, or None."""
+    h = Hasher()
+    for chunk in _iter_raw(conn, row.digest.blake3):
+        h.update(chunk)
+    got = h.digest()
+    if got.size != row.digest.size:
+        return _corrupt(row.digest.blake3, f"size {got.size} != {row.digest.size}")
+    if got.blake3 != row.digest.blake3:
+        return _corrupt(row.digest.blake3, "digest mismatch")
+    return None
+
+
+def read_verified(conn: Connection, row: BlobRow) -> bytes:
+    """All bytes of a blob, after checking size and BLAKE3.
+
+    Raises:
+        CorruptionError: ``corruption.size`` or ``corruption.digest``; no byte is returned.
+    """
+    parts = list(_iter_raw(conn, row.digest.blake3))
+    data = parts[0] if len(parts) == 1 else b"".join(parts)
+    if len(data) != row.digest.size:
+        raise _corrupt(row.digest.blake3, f"size {len(data)} != {row.digest.size}")
+    if digest_bytes(data).blake3 != row.digest.blake3:
+        raise _corrupt(row.digest.blake3, "digest mismatch")
+    return data
+
+
+def iter_verified(conn: Connection, row: BlobRow) -> Iterator[bytes]:
+    """Stream a blob in chunks: a full verification pass first, then the bytes.
+
+    Memory stays at one chunk. Both passes run in the caller's snapshot transaction.
+
+    Raises:
+        CorruptionError: before the first chunk is yielded.
+    """
+    if row.chunk_set is None:
+        yield read_verified(conn, row)
+        return
+    err = verify_stored(conn, row)
+    if err is not None:
+        raise err
+    yield from _iter_raw(conn, row.digest.blake3)
+
+
+def _existing(conn: Connection, addresses: Sequence[str]) -> dict[str, BlobRow]:
+    found: dict[str, BlobRow] = {}
+    cols = (blobs.c.address, blobs.c.sha256, blobs.c.size, blobs.c.chunk_set)
+    for i in range(0, len(addresses), _IN_BATCH):
+        part = addresses[i : i + _IN_BATCH]
+        for r in conn.execute(sa.select(*cols).where(blobs.c.address.in_(part))):
+            found[r.address] = _row(r)
+    return found
+
+
+def _repair_if_corrupt(conn: Connection, row: BlobRow, data: bytes) -> None:
+    if verify_stored(conn, row) is None:
+        return
+    _replace(conn, row, data)
+
+
+def _replace(conn: Connection, row: BlobRow, data: bytes) -> None:
+    if row.chunk_set is not None:
+        conn.execute(sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == row.chunk_set))
+    values = _storage_values(conn, data)
+    conn.execute(sa.update(blobs).where(blobs.c.address == row.digest.blake3).values(**values))
+
+
+def _storage_values(conn: Connection, data: bytes) -> dict[str, Any]:
+    if len(data) <= INLINE_MAX:
+        return {"data": data, "chunk_set": None}
+    chunk_set = secrets.randbits(62)
+    view = memoryview(data)
+    conn.execute(
+        sa.insert(blob_chunks),
+        [
+            {"chunk_set": chunk_set, "seq": i, "data": bytes(view[off : off + CHUNK_SIZE])}
+            for i, off in enumerate(range(0, len(data), CHUNK_SIZE))
+        ],
+    )
+    return {"data": None, "chunk_set": chunk_set}
+
+
+def put_many(conn: Connection, items: Sequence[bytes]) -> list[PutResult]:
+    """Store many byte strings (each at most a few MiB) in one batch.
+
+    Already-stored content is not written again; a stored copy found corrupt is repaired.
+    Duplicates within ``items`` are stored once.
+
+    Returns:
+        One :class:`PutResult` per item, in order.
+    """
+    digests = [digest_bytes(d) for d in items]
+    existing = _existing(conn, list({d.blake3 for d in digests}))
+    results: list[PutResult] = []
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for data, dg in zip(items, digests, strict=True):
+        if dg.blake3 in existing:
+            if dg.blake3 not in seen:
+                _repair_if_corrupt(conn, existing[dg.blake3], data)
+                seen.add(dg.blake3)
+            results.append(PutResult(dg, False))
+            continue
+        if dg.blake3 in seen:
+            results.append(PutResult(dg, False))
+            continue
+        seen.add(dg.blake3)
+        row = {"address": dg.blake3, "sha256": dg.sha256, "size": dg.size}
+        row.update(_storage_values(conn, data))
+        rows.append(row)
+        results.append(PutResult(dg, True))
+    if rows:
+        if conn.dialect.name == "postgresql" and len(rows) >= 1000:
+            _copy_blobs(conn, rows)
+        else:
+            insert_ignore(conn, blobs, rows)
+    return results
+
+
+def _copy_blobs(conn: Connection, rows: list[dict[str, Any]]) -> None:
+    """PostgreSQL bulk path: binary COPY into a temp table, then insert-ignore from it.
+
+    COPY cannot skip duplicates itself, and a concurrent writer may have stored some of the
+    same blobs since we looked, so the rows go through a staging table.
+    """
+    raw = conn.connection.dbapi_connection
+    assert raw is not None
+    with raw.cursor() as cur:
+        cur.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS evstore_blob_stage "
+            "(address varchar(64), sha256 varchar(64), size bigint, data bytea, chunk_set bigint)"
+            " ON COMMIT DELETE ROWS"
+        )
+        with cur.copy(
+            "COPY evstore_blob_stage (address, sha256, size, data, chunk_set) FROM STDIN"
+            " (FORMAT BINARY)"
+        ) as copy:
+            copy.set_types(["varchar", "varchar", "int8", "bytea", "int8"])
+            for r in rows:
+                copy.write_row((r["address"], r["sha256"], r["size"], r["data"], r["chunk_set"]))
+        cur.execute(
+            "INSERT INTO blobs (address, sha256, size, data, chunk_set) "
+            "SELECT address, sha256, size, data, chunk_set FROM evstore_blob_stage "
+            "ON CONFLICT DO NOTHING"
+        )
+        cur.execute("DELETE FROM evstore_blob_stage")
+
+
+def put_bytes(conn: Connection, data: bytes) -> PutResult:
+    """Store one byte string; see :func:`put_many`."""
+    return put_many(conn, [data])[0]
+
+
+def put_stream(conn: Connection, stream: BinaryIO | Iterable[bytes]) -> PutResult:
+    """Store bytes read from a binary stream (a file or stdin), up to any size.
+
+    The bytes are hashed and written in one pass, :data:`CHUNK_SIZE` at a time, so memory
+    stays at about one chunk whatever the size; exactly the bytes hashed are the bytes stored.
+    """
+    chunks: Iterable[bytes]
+    if hasattr(stream, "read"):
+        reader: Any = stream
+
+        def _gen() -> Iterator[bytes]:
+            while True:
+                b = reader.read(CHUNK_SIZE)
+                if not b:
+                    return
+                yield b
+
+        chunks = _gen()
+    else:
+        chunks = stream
+    h = Hasher()
+    buf = bytearray()
+    chunk_set: int | None = None
+    seq = 0
+    for piece in chunks:
+        h.update(piece)
+        buf += piece
+        while len(buf) > INLINE_MAX or (chunk_set is not None and len(buf) >= CHUNK_SIZE):
+            if chunk_set is None:
+                chunk_set = secrets.randbits(62)
+            conn.execute(
+                sa.insert(blob_chunks),
+                {"chunk_set": chunk_set, "seq": seq, "data": bytes(buf[:CHUNK_SIZE])},
+            )
+            del buf[:CHUNK_SIZE]
+            seq += 1
+    dg = h.digest()
+    if chunk_set is None:
+        return put_bytes(conn, bytes(buf))
+    if buf:
+        conn.execute(sa.insert(blob_chunks), {"chunk_set": chunk_set, "seq": seq, "data": bytes(buf)})
+    existing = _existing(conn, [dg.blake3]).get(dg.blake3)
+    if existing is None:
+        insert_ignore(
+            conn,
+            blobs,
+            [{"address": dg.blake3, "sha256": dg.sha256, "size": dg.size, "data": None, "chunk_set": chunk_set}],
+        )
+        # A concurrent writer may have won; keep whichever row landed and drop spare chunks.
+        landed = _existing(conn, [dg.blake3])[dg.blake3]
+        if landed.chunk_set != chunk_set:
+            conn.execute(sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == chunk_set))
+            return PutResult(dg, False)
+        return PutResult(dg, True)
+    if verify_stored(conn, existing) is None:
+        conn.execute(sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == chunk_set))
+    else:  # repair: point the row at the fresh chunks
+        if existing.chunk_set is not None:
+            conn.execute(sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == existing.chunk_set))
+        conn.execute(
+            sa.update(blobs)
+            .where(blobs.c.address == dg.blake3)
+            .values(data=None, chunk_set=chunk_set)
+        )
+    return PutResult(dg, False)

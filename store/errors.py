@@ -1,0 +1,158 @@
+"""The evstore error tree: one root, a few families, stable dotted codes.
+
+Every error raised on bad input, a missing object, corrupt bytes or a store in the
+wrong state is an :class:`EvstoreError`. Programs catch the family class; scripts,
+tests and people read ``code``, a stable dotted string documented in
+``docs/errors.md``::
+
+    EvstoreError            code, message, rule (contract section), pointer (RFC 6901)
+    |- InputError           the caller's bytes or arguments are wrong; the store is untouched
+    |  |- RefSyntaxError    a content ref outside the accepted forms          (ref.syntax)
+    |  |- JSONFormError     strict reader faults                              (json.*)
+    |  |- ContractError     a contract rule fails                             (fragment.*, manifest.*, ...)
+    |  |- BindingConflict   a write-time binding is violated                  (binding.*, *.scope-reuse, ...)
+    |- NotFound             no object for that ref                            (not-found.*)
+    |- CorruptionError      stored bytes do not match their address           (corruption.*)
+    |- StoreStateError      missing store, schema behind/ahead, backend down  (store.*)
+
+Leaf classes for a contract live next to the code that raises them; each still
+descends from a family here. API misuse (wrong Python types, a closed Store) stays a
+TypeError/ValueError/RuntimeError and is not an EvstoreError.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "BindingConflict",
+    "ContractError",
+    "CorruptionError",
+    "EvstoreError",
+    "InputError",
+    "JSONFormError",
+    "NotFound",
+    "RefSyntaxError",
+    "StoreStateError",
+    "escape_pointer",
+    "join_pointer",
+]
+
+
+def escape_pointer(token: str | int) -> str:
+    """Escape one JSON Pointer reference token (RFC 6901 section 3)."""
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def join_pointer(base: str, *tokens: str | int) -> str:
+    """Append reference tokens to a JSON Pointer: ``join_pointer("/a", "b/c", 0) == "/a/b~1c/0"``."""
+    return base + "".join("/" + escape_pointer(t) for t in tokens)
+
+
+class EvstoreError(Exception):
+    """Root of every evstore error.
+
+    Attributes:
+        code: stable dotted code such as ``fragment.range`` (see docs/errors.md).
+        message: a human sentence.
+        rule: the contract rule or section implemented, e.g.
+            ``templiqx-evidence-fragment-v1alpha1#offset-and-digest-invariants``; empty
+            for errors that are not about a contract.
+        pointer: RFC 6901 JSON Pointer to the offending field ("" is the whole document).
+        path: the input file the error is about, when known.
+    """
+
+    family = "error"
+    default_code = "error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        rule: str = "",
+        pointer: str = "",
+        path: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code or self.default_code
+        self.message = message
+        self.rule = rule
+        self.pointer = pointer
+        self.path = path
+        self.details = details or {}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The error as a JSON-ready dict: family, code, message, rule, pointer (and path, details)."""
+        out: dict[str, Any] = {
+            "family": self.family,
+            "code": self.code,
+            "message": self.message,
+            "rule": self.rule,
+            "pointer": self.pointer,
+        }
+        if self.path is not None:
+            out["path"] = self.path
+        if self.details:
+            out["details"] = self.details
+        return out
+
+    def __str__(self) -> str:
+        where = f" at {self.pointer}" if self.pointer else ""
+        src = f"{self.path}: " if self.path else ""
+        return f"{src}{self.code}{where}: {self.message}"
+
+
+class InputError(EvstoreError):
+    """The caller's bytes or arguments are wrong; nothing was written."""
+
+    family = "input"
+    default_code = "input.invalid"
+
+
+class RefSyntaxError(InputError):
+    """A content ref is not in one of the accepted forms (code ``ref.syntax``)."""
+
+    default_code = "ref.syntax"
+
+
+class JSONFormError(InputError):
+    """The strict JSON reader refused the bytes (codes ``json.*``)."""
+
+    default_code = "json.syntax"
+
+
+class ContractError(InputError):
+    """A contract rule failed; subclasses per contract live in the contract modules."""
+
+    family = "contract"
+    default_code = "contract.invalid"
+
+
+class BindingConflict(InputError):
+    """A write-time binding (first write wins) would be violated; nothing was written."""
+
+    family = "binding"
+    default_code = "binding.conflict"
+
+
+class NotFound(EvstoreError):
+    """No stored object answers that ref or query."""
+
+    family = "not-found"
+    default_code = "not-found"
+
+
+class CorruptionError(EvstoreError):
+    """Stored bytes do not match their recorded size or digest; they are never served."""
+
+    family = "corruption"
+    default_code = "corruption.digest"
+
+
+class StoreStateError(EvstoreError):
+    """The store cannot serve: missing, schema behind or ahead of the code, backend unreachable."""
+
+    family = "store"
+    default_code = "store.state"

@@ -1,0 +1,182 @@
+"""The kind registry: every kind of JSON artifact evstore knows, and who handles it.
+
+A kind handler is an object with:
+
+    name: str                  registry name (docs/kinds.md)
+    contract_version: str
+    detect(doc) -> bool        the documented discriminator, for ingest without --kind
+    check(doc, txn) -> list[EvstoreError]
+                               every fault of the document, in the order: schema, contract
+                               rules, self-address (reads allowed, no writes)
+    write(doc, canonical, txn) -> ArtifactResult
+                               write-time bindings (reported through txn.fault), then the
+                               artifact with its edges and attributes
+    audit(doc, address, txn) -> list[EvstoreError]   (optional)
+                               re-verification for ``evstore check``; defaults to check()
+
+Handlers live in their contract modules and are loaded lazily by name, so this module knows
+no contract. Detection tries kinds in :data:`DETECTION_ORDER`; ``json`` (any well-formed JSON)
+is the fallback, and a document that looks like a contract kind is never stored as ``json``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Protocol
+
+from .artifacts import ArtifactResult
+from .errors import EvstoreError, InputError
+from .refs import parse_ref
+from .txn import Txn
+
+__all__ = [
+    "DETECTION_ORDER",
+    "KINDS",
+    "JsonKind",
+    "KindHandler",
+    "detect_kind",
+    "get_handler",
+    "known_kinds",
+]
+
+
+class KindHandler(Protocol):
+    """What a kind handler provides (see the module docstring for each member's contract)."""
+
+    name: str
+    contract_version: str
+
+    def detect(self, doc: Any) -> bool:
+        """True when ``doc`` is (or claims to be) of this kind."""
+        ...
+
+    def check(self, doc: Any, txn: Txn) -> list[EvstoreError]:
+        """Every fault of ``doc``, ordered schema, contract rules, self-address."""
+        ...
+
+    def write(self, doc: Any, canonical: bytes, txn: Txn) -> ArtifactResult:
+        """Bindings and storage inside ``txn``."""
+        ...
+
+
+class JsonKind:
+    """Kind ``json``: any well-formed JSON (the strict reader is its only rule).
+
+    Edges: every string member that is a content ref of a blob already stored gets an edge
+    with role ``mentions``, so lineage finds generic JSON records that name stored bytes.
+    """
+
+    name = "json"
+    contract_version = "rfc8785"
+
+    def detect(self, doc: Any) -> bool:
+        """Always True: the fallback kind."""
+        return True
+
+    def check(self, doc: Any, txn: Txn) -> list[EvstoreError]:
+        """No rules beyond the strict reader."""
+        return []
+
+    def write(self, doc: Any, canonical: bytes, txn: Txn) -> ArtifactResult:
+        """Store ``doc`` with ``mentions`` edges to stored blobs it names."""
+        mentioned: list[tuple[str, str]] = []
+        stack = [doc]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+            elif isinstance(node, str) and ":" in node and len(node) < 100:
+                try:
+                    ref = parse_ref(node)
+                except InputError:
+                    continue
+                if ref.algorithm == "sha256":
+                    row = txn.blob_by_sha256(ref.hex)
+                    if row is not None:
+                        mentioned.append(("mentions", row.digest.blake3))
+                else:
+                    from . import blobs
+
+                    row = blobs.lookup(txn.conn, ref)
+                    if row is not None:
+                        mentioned.append(("mentions", row.digest.blake3))
+        return txn.put_artifact(self.name, self.contract_version, canonical, edges=mentioned)
+
+
+#: Registry name -> "module:attribute" of the handler (loaded lazily). docs/kinds.md mirrors it.
+KINDS: dict[str, str] = {
+    "json": "evstore.kinds:JsonKind",
+    "fragment": "evstore.fragments:FragmentKind",
+    "fragment-batch": "evstore.fragments:FragmentBatchKind",
+    "fragment-source": "evstore.fragments:FragmentSourceKind",
+    "manifest": "evstore.manifests:ManifestKind",
+    "package": "evstore.packages:PackageKind",
+    "request": "evstore.packages:RequestKind",
+    "envelope": "evstore.packages:EnvelopeKind",
+    "evidence-context": "evstore.contexts:EvidenceContextKind",
+    "source-document": "evstore.contexts:SourceDocumentKind",
+    "run": "evstore.runs:RunKind",
+}
+
+#: Kinds tried, in order, when ingest is given no --kind. ``json`` is the fallback.
+DETECTION_ORDER = (
+    "manifest",
+    "package",
+    "request",
+    "envelope",
+    "fragment-batch",
+    "fragment",
+    "run",
+    "json",
+)
+
+_cache: dict[str, Any] = {}
+
+
+def get_handler(name: str) -> Any:
+    """The handler for kind ``name``.
+
+    Raises:
+        InputError: ``kind.unknown`` for a name not in the registry (or not available).
+    """
+    if name in _cache:
+        return _cache[name]
+    target = KINDS.get(name)
+    if target is None:
+        raise InputError(
+            f"unknown kind {name!r}; known kinds: {', '.join(known_kinds())}", code="kind.unknown"
+        )
+    module, _, attr = target.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError):
+        raise InputError(f"kind {name!r} is not available in this build", code="kind.unknown") from None
+    handler = cls()
+    _cache[name] = handler
+    return handler
+
+
+def known_kinds() -> list[str]:
+    """Names of the kinds whose handlers are available."""
+    out = []
+    for name in KINDS:
+        try:
+            get_handler(name)
+        except InputError:
+            continue
+        out.append(name)
+    return out
+
+
+def detect_kind(doc: Any) -> str:
+    """The kind of an untyped document by the documented discriminators (docs/kinds.md)."""
+    for name in DETECTION_ORDER:
+        try:
+            handler = get_handler(name)
+        except InputError:
+            continue
+        if handler.detect(doc):
+            return name
+    return "json"

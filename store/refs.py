@@ -1,0 +1,99 @@
+"""Content refs: the grammar of digests that name stored bytes.
+
+Accepted forms (each names the exact bytes of one blob):
+
+    blake3:<64 lowercase hex>                    the address
+    sha256:<64 lowercase hex>
+    sha256:<43-char base64url, no padding>       as orbidocs ``content/digest``
+    object-store:sha256:<43-char base64url>      as orbidocs ``content/ref``
+
+Anything else (upper or mixed-case hex, wrong length, ``=`` padding, non-zero padding bits,
+an unknown algorithm) is ``ref.syntax``. Contract identifiers that are not digests of stored
+bytes (a manifest's ``manifest/ref``, a package id, a quote digest) are not refs; ``find``
+resolves them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from .digests import b64u_to_hex
+from .errors import RefSyntaxError
+
+__all__ = ["ACCEPTED_FORMS", "ContentRef", "parse_ref"]
+
+ACCEPTED_FORMS = (
+    "blake3:<64 lowercase hex>",
+    "sha256:<64 lowercase hex>",
+    "sha256:<43-char base64url>",
+    "object-store:sha256:<43-char base64url>",
+)
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_B64U43 = re.compile(r"[A-Za-z0-9_-]{43}")
+
+
+@dataclass(frozen=True, slots=True)
+class ContentRef:
+    """A parsed content ref: which digest, and its 64 lowercase hex value.
+
+    Attributes:
+        algorithm: ``"blake3"`` or ``"sha256"``.
+        hex: 64 lowercase hex characters.
+        text: the ref as the caller wrote it.
+    """
+
+    algorithm: Literal["blake3", "sha256"]
+    hex: str
+    text: str
+
+
+def _fail(text: str, why: str) -> RefSyntaxError:
+    return RefSyntaxError(
+        f"{text!r} is not a content ref ({why}); accepted forms: " + ", ".join(ACCEPTED_FORMS),
+        code="ref.syntax",
+        rule="evstore#content-refs",
+        details={"accepted_forms": list(ACCEPTED_FORMS)},
+    )
+
+
+def parse_ref(text: str) -> ContentRef:
+    """Parse one content ref.
+
+    Args:
+        text: the ref, e.g. ``"sha256:ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0"``.
+
+    Returns:
+        The :class:`ContentRef` (algorithm and 64 lowercase hex).
+
+    Raises:
+        RefSyntaxError: ``ref.syntax``, naming the accepted forms.
+    """
+    if not isinstance(text, str):
+        raise TypeError("a content ref is a str")
+    body = text
+    object_store = False
+    if body.startswith("object-store:"):
+        object_store = True
+        body = body[len("object-store:") :]
+    algo, sep, value = body.partition(":")
+    if not sep:
+        raise _fail(text, "no algorithm prefix")
+    if algo == "blake3" and not object_store:
+        if _HEX64.fullmatch(value):
+            return ContentRef("blake3", value, text)
+        raise _fail(text, "blake3 takes 64 lowercase hex")
+    if algo == "sha256":
+        if not object_store and _HEX64.fullmatch(value):
+            return ContentRef("sha256", value, text)
+        if _B64U43.fullmatch(value):
+            try:
+                return ContentRef("sha256", b64u_to_hex(value), text)
+            except ValueError as exc:
+                raise _fail(text, str(exc)) from None
+        if object_store:
+            raise _fail(text, "object-store refs take 43-char base64url")
+        raise _fail(text, "sha256 takes 64 lowercase hex or 43-char base64url")
+    raise _fail(text, f"unknown algorithm {algo!r}")

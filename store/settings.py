@@ -1,0 +1,121 @@
+"""Store settings: a migrated table of named values, read inside the ingest transaction.
+
+Every setting is declared here with its type, default and meaning (docs/settings.md lists
+them). ``evstore config`` shows and changes them; an unknown name or a value of the wrong type
+is ``config.unknown`` / ``config.value``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from .errors import InputError
+from .tables import settings as settings_table
+
+__all__ = ["SETTINGS", "Setting", "load_settings", "parse_setting_value", "write_setting"]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A declared setting: its ``name``, Python ``type`` (bool, int, str or list), default, help."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+
+
+SETTINGS: dict[str, Setting] = {
+    s.name: s
+    for s in (
+        Setting(
+            "fragments.revision_extension_keys",
+            list,
+            ["evstore.document_revision"],
+            "Extension keys whose value carries a revision_checksum (templiqx v1alpha1, "
+            "'Document revision checksum extension'). The contract's illustrative "
+            "example.document_revision counts only when listed here.",
+        ),
+        Setting(
+            "manifests.accept_unverified_phase",
+            bool,
+            False,
+            "Accept orbidocs projection-revision-2 manifests whose phase cannot be verified "
+            "(the phase schema is not public), recording a warning.",
+        ),
+        Setting(
+            "packages.strict_context_bytes",
+            bool,
+            False,
+            "Reject (instead of warn about) an insonic package whose context.bytes/tokens do "
+            "not match the compact JSON length of its context.",
+        ),
+    )
+}
+
+
+def load_settings(conn: Connection) -> dict[str, Any]:
+    """Every declared setting's current value (stored value, else the default)."""
+    values = {name: s.default for name, s in SETTINGS.items()}
+    for name, raw in conn.execute(sa.select(settings_table.c.name, settings_table.c.value)):
+        if name in SETTINGS:
+            values[name] = json.loads(raw)
+    return values
+
+
+def parse_setting_value(name: str, text: str) -> Any:
+    """Parse a command-line value for setting ``name``.
+
+    bool takes true/false (also 1/0, yes/no); list takes a JSON array of strings or a
+    comma-separated list; int takes a decimal integer.
+
+    Raises:
+        InputError: ``config.unknown`` or ``config.value``.
+    """
+    if name not in SETTINGS:
+        raise InputError(
+            f"no setting {name!r}; known: {', '.join(sorted(SETTINGS))}", code="config.unknown"
+        )
+    s = SETTINGS[name]
+    t = text.strip()
+    if s.type is bool:
+        low = t.lower()
+        if low in ("true", "1", "yes", "on"):
+            return True
+        if low in ("false", "0", "no", "off"):
+            return False
+    elif s.type is int:
+        try:
+            return int(t)
+        except ValueError:
+            pass
+    elif s.type is list:
+        if t.startswith("["):
+            try:
+                v = json.loads(t)
+            except ValueError:
+                v = None
+            if isinstance(v, list) and all(isinstance(x, str) and x for x in v):
+                return v
+        else:
+            return [p.strip() for p in t.split(",") if p.strip()]
+    elif s.type is str:
+        return t
+    raise InputError(
+        f"setting {name} takes a {s.type.__name__}, not {text!r}", code="config.value"
+    )
+
+
+def write_setting(conn: Connection, name: str, value: Any) -> None:
+    """Store a setting's value (already parsed to its type)."""
+    conn.execute(sa.delete(settings_table).where(settings_table.c.name == name))
+    conn.execute(sa.insert(settings_table), {"name": name, "value": json.dumps(value)})
+
+
+

@@ -1,0 +1,125 @@
+"""The database tables (SQLAlchemy Core): one metadata object that the Alembic revisions match.
+
+Terms: an *address* column holds 64 lowercase hex of a BLAKE3-256 digest (the ``blake3:``
+prefix is not stored). Schema changes happen only through Alembic revisions in migrations/;
+tests/store/test_migrations.py checks that the migrated schema equals this metadata.
+
+Tables:
+    blobs        one row per distinct byte string; small ones inline, large ones in chunks
+    blob_chunks  the chunks of large blobs, by chunk set and sequence number
+    artifacts    index row per (blob, kind): a JSON document stored in canonical form
+    edges        artifact -> blob or artifact it refers to, with a role (lineage, closure)
+    attrs        lookup keys of an artifact (name, value), for ``find``
+    bindings     first-write-wins bindings: (namespace, key) -> value
+    warnings     warnings recorded with an accepted artifact
+    settings     store settings, changed with ``evstore config``
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    func,
+)
+
+__all__ = [
+    "artifacts",
+    "attrs",
+    "bindings",
+    "blob_chunks",
+    "blobs",
+    "edges",
+    "metadata",
+    "settings",
+    "warnings",
+]
+
+metadata = MetaData()
+
+blobs = Table(
+    "blobs",
+    metadata,
+    Column("address", String(64), primary_key=True),
+    Column("sha256", String(64), nullable=False),
+    Column("size", BigInteger, nullable=False),
+    # Inline bytes for blobs up to INLINE_MAX; NULL when the bytes are in blob_chunks.
+    Column("data", LargeBinary, nullable=True),
+    Column("chunk_set", BigInteger, nullable=True),
+    Index("ix_blobs_sha256", "sha256"),
+)
+
+blob_chunks = Table(
+    "blob_chunks",
+    metadata,
+    Column("chunk_set", BigInteger, primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("data", LargeBinary, nullable=False),
+)
+
+artifacts = Table(
+    "artifacts",
+    metadata,
+    Column("address", String(64), primary_key=True),
+    Column("kind", String(64), primary_key=True),
+    Column("contract_version", String(64), nullable=False),
+    # When the store first accepted it. Time lives only here, never in an address.
+    Column("accepted_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Index("ix_artifacts_kind", "kind"),
+)
+
+edges = Table(
+    "edges",
+    metadata,
+    Column("src", String(64), primary_key=True),
+    Column("role", String(64), primary_key=True),
+    Column("dst", String(64), primary_key=True),
+    Index("ix_edges_dst", "dst"),
+)
+
+attrs = Table(
+    "attrs",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("value", String(512), primary_key=True),
+    Column("address", String(64), primary_key=True),
+    Column("kind", String(64), nullable=False),
+    Index("ix_attrs_address", "address"),
+)
+
+bindings = Table(
+    "bindings",
+    metadata,
+    Column("namespace", String(64), primary_key=True),
+    # SHA-256 hex of the key text, so arbitrarily long keys index well on both backends.
+    Column("key_digest", String(64), primary_key=True),
+    Column("key", Text, nullable=False),
+    Column("value", Text, nullable=False),
+    # The artifact whose accepted write made the binding (empty when none).
+    Column("origin", String(64), nullable=False, server_default=""),
+)
+
+warnings = Table(
+    "warnings",
+    metadata,
+    Column("address", String(64), primary_key=True),
+    Column("code", String(64), primary_key=True),
+    Column("pointer", String(512), primary_key=True),
+    Column("message", Text, nullable=False),
+)
+
+settings = Table(
+    "settings",
+    metadata,
+    Column("name", String(128), primary_key=True),
+    # The value as JSON text.
+    Column("value", Text, nullable=False),
+)

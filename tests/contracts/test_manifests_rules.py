@@ -1,0 +1,667 @@
+"""orbidocs corpus passage evidence manifest v1: contract rules, self-address, pure bindings.
+
+Pure functions only; no database. Upstream fixtures are read from ../shared through the
+`shared_dir` fixture; every other manifest is built here, with rendered content made by the test
+and manifest/ref recomputed after each mutation, so only the intended rule fails.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from evstore import manifests as m
+from evstore.canonical import loads
+from evstore.digests import sha256_b64u
+from evstore.errors import BindingConflict, ContractError, JSONFormError
+
+FIXTURES = "fixtures/orbidocs"
+VALID_FIXTURES = (
+    "fixture.corpus-passage-evidence-manifest.json",
+    "at-8c55b85/fixture.corpus-passage-evidence-manifest.json",
+)
+INVALID_FIXTURE = "invalid/omitted-required.corpus-passage-evidence-manifest.json"
+ACCEPT = {m.SETTING_ACCEPT_UNVERIFIED_PHASE: True}
+
+CONTENT = ("# evidence\n" + "passage line, with ünïcode\n" * 40).encode("utf-8")
+
+
+def _d(tag: str) -> str:
+    """A deterministic ``sha256:<43>`` digest for a tag."""
+    return "sha256:" + sha256_b64u(tag.encode())
+
+
+def _exec_ref(tag: str) -> str:
+    return "corpus-task-pack-execution:" + _d(tag)
+
+
+def seal(doc: dict[str, Any]) -> dict[str, Any]:
+    """Recompute manifest/ref in place (and return the document)."""
+    doc["manifest/ref"] = m.compute_manifest_ref(doc)
+    return doc
+
+
+def build(content: bytes = CONTENT) -> dict[str, Any]:
+    """A valid revision-1 manifest with every item kind, an omitted item and a review target."""
+    digest = "sha256:" + sha256_b64u(content)
+    ex = _exec_ref("execution-1")
+    doc = {
+        "schema": "corpus-passage-evidence-manifest.v1",
+        "query/id": "query:q-17",
+        "room/id": "room:r-3",
+        "reader": {"kind": "participant", "id": "participant:reviewer"},
+        "inference-flow-binding/ref": "corpus-inference-flow-binding:b-9",
+        "projection": {"id": "corpus-task-pack-evidence", "revision": 1},
+        "bytes/max": 16384,
+        "items": [
+            {
+                "kind": "execution",
+                "ref": ex,
+                "digest": _d("execution-1"),
+                "required": True,
+                "included": True,
+                "execution/ref": ex,
+                "source/instance": "environment:e-1",
+            },
+            {
+                "kind": "artifact",
+                "ref": "object-store:" + _d("artifact-1"),
+                "digest": _d("artifact-1"),
+                "required": False,
+                "included": True,
+                "execution/ref": ex,
+                "step/id": "inspect-mail",
+                "source/instance": "environment:e-1",
+            },
+            {
+                "kind": "candidate",
+                "ref": "corpus-candidate:" + _d("candidate-1"),
+                "digest": _d("candidate-1"),
+                "required": True,
+                "included": True,
+            },
+            {
+                "kind": "proposal",
+                "ref": "corpus-experiment:" + _d("proposal-1"),
+                "digest": _d("proposal-1"),
+                "required": False,
+                "included": True,
+            },
+            {
+                "kind": "review",
+                "ref": "corpus-review:" + _d("review-1"),
+                "digest": _d("review-1"),
+                "required": False,
+                "included": False,
+                "omitted/reason": "exceeds-limit",
+            },
+            {
+                "kind": "decision",
+                "ref": "corpus-decision:" + _d("decision-1"),
+                "digest": _d("decision-1"),
+                "required": False,
+                "included": True,
+            },
+        ],
+        "class/key": "Community",
+        "content/ref": "object-store:" + digest,
+        "content/digest": digest,
+        "content/size-bytes": len(content),
+        "review/target": {
+            "proposal/ref": "corpus-experiment:" + _d("proposal-1"),
+            "proposal/digest": _d("proposal-1"),
+            "candidate/digest": _d("candidate-1"),
+        },
+    }
+    return seal(doc)
+
+
+def codes(errors: list[Any]) -> list[str]:
+    return [e.code for e in errors]
+
+
+def _fixture(shared_dir: Path, name: str) -> dict[str, Any]:
+    return loads((shared_dir / FIXTURES / name).read_bytes())
+
+
+# --- upstream fixtures ---------------------------------------------------------------------
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("name", VALID_FIXTURES)
+def test_valid_fixtures_pass(shared_dir: Path, name: str) -> None:
+    doc = _fixture(shared_dir, name)
+    assert m.detect(doc)
+    assert m.validate(doc) == ([], [])
+    assert m.compute_manifest_ref(doc) == doc["manifest/ref"]
+    assert m.check_ref_self_digest(doc) == []
+
+
+@pytest.mark.shared
+def test_invalid_fixture_fails_item_rule_first_then_self_address(shared_dir: Path) -> None:
+    doc = _fixture(shared_dir, INVALID_FIXTURE)
+    errors, warnings = m.validate(doc)
+    assert warnings == []
+    assert [(e.code, e.pointer) for e in errors] == [
+        (m.REQUIRED_EXCLUDED, "/items/0/required"),
+        (m.SELF_ADDRESS, "/manifest~1ref"),
+    ]
+    assert all(isinstance(e, m.ManifestError) for e in errors)
+    assert errors[1].details["expected"] == m.compute_manifest_ref(doc)
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize(
+    "name",
+    [
+        "fixture.corpus-passage-evidence-binding.json",
+        "fixture.corpus-passage-evidence.prepare.request.json",
+    ],
+)
+def test_other_orbidocs_documents_are_not_manifests(shared_dir: Path, name: str) -> None:
+    assert not m.detect(_fixture(shared_dir, name))
+
+
+@pytest.mark.shared
+def test_fixture_bindings_are_extracted(shared_dir: Path) -> None:
+    doc = _fixture(shared_dir, VALID_FIXTURES[0])
+    expect = m.content_expectations(doc)
+    assert expect["size"] == 3435 and expect["bytes_max"] == 16384
+    assert expect["content_ref"] == "object-store:" + expect["content_digest"]
+    assert "sha256:" + sha256_b64u(bytes(0)) != expect["content_digest"]
+    assert len(expect["sha256"]) == 64
+    assert [p for p, _, _ in m.item_ref_digests(doc)] == ["/items/0/digest", "/items/1/digest"]
+    assert [r for _, r, _ in m.item_ref_digests(doc)] == [it["ref"] for it in doc["items"]]
+
+
+# --- detection ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ({"schema": "corpus-passage-evidence-manifest.v1"}, True),
+        ({"schema": "corpus-passage-evidence-manifest.v2"}, False),
+        ({"schema": "corpus-passage-evidence.prepare.request.v1"}, False),
+        ({"manifest/ref": "corpus-evidence-manifest:sha256:" + "A" * 43}, False),
+        ([{"schema": "corpus-passage-evidence-manifest.v1"}], False),
+        ("corpus-passage-evidence-manifest.v1", False),
+    ],
+)
+def test_detect(value: Any, expected: bool) -> None:
+    assert m.detect(value) is expected
+
+
+# --- one failing case per rule ----------------------------------------------------------------
+
+
+def _set(path: tuple[Any, ...], value: Any) -> Callable[[dict[str, Any]], None]:
+    def apply(doc: dict[str, Any]) -> None:
+        node = doc
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+
+    return apply
+
+
+def _del(path: tuple[Any, ...]) -> Callable[[dict[str, Any]], None]:
+    def apply(doc: dict[str, Any]) -> None:
+        node = doc
+        for key in path[:-1]:
+            node = node[key]
+        del node[path[-1]]
+
+    return apply
+
+
+def _all(*steps: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    def apply(doc: dict[str, Any]) -> None:
+        for step in steps:
+            step(doc)
+
+    return apply
+
+
+# (id, mutation, expected code, expected pointer); each leaves exactly one fault.
+CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
+    ("schema-missing-member", _del(("class/key",)), m.SCHEMA, ""),
+    ("schema-unexpected-member", _set(("x-note",), "hi"), m.SCHEMA, "/x-note"),
+    ("schema-unexpected-item-member", _set(("items", 1, "note"), 1), m.SCHEMA, "/items/1/note"),
+    ("schema-pattern", _set(("query/id",), "query:has space"), m.SCHEMA, "/query~1id"),
+    ("schema-bound", _set(("bytes/max",), 262145), m.SCHEMA, "/bytes~1max"),
+    ("schema-enum", _set(("items", 0, "kind"), "note"), m.SCHEMA, "/items/0/kind"),
+    ("schema-reader", _set(("reader", "kind"), "robot"), m.SCHEMA, "/reader/kind"),
+    ("schema-revision", _set(("projection", "revision"), 3), m.SCHEMA, "/projection/revision"),
+    (
+        "schema-phase-type",
+        _all(_set(("projection", "revision"), 2), _set(("phase",), [])),
+        m.SCHEMA,
+        "/phase",
+    ),
+    ("rule-1-no-item", _all(_set(("items",), []), _del(("review/target",))), m.RULE_1, "/items"),
+    ("rule-1-phase", _set(("phase",), {"id": "p"}), m.RULE_1, "/phase"),
+    ("revision-2-without-phase", _set(("projection", "revision"), 2), m.PHASE_MISSING, ""),
+    (
+        "revision-2-phase-unverifiable",
+        _all(_set(("projection", "revision"), 2), _set(("phase",), {"id": "p"})),
+        m.PHASE_UNVERIFIABLE,
+        "/phase",
+    ),
+    (
+        "required-excluded",
+        _all(
+            _set(("items", 2, "included"), False),
+            _set(("items", 2, "omitted/reason"), "exceeds-limit"),
+            _del(("review/target",)),
+        ),
+        m.REQUIRED_EXCLUDED,
+        "/items/2/required",
+    ),
+    ("omitted-without-reason", _del(("items", 4, "omitted/reason")), m.OMITTED_REASON, "/items/4"),
+    (
+        "included-with-reason",
+        _set(("items", 3, "omitted/reason"), "exceeds-limit"),
+        m.INCLUDED_REASON,
+        "/items/3/omitted~1reason",
+    ),
+    (
+        "artifact-without-execution",
+        _del(("items", 1, "execution/ref")),
+        m.ARTIFACT_EXECUTION,
+        "/items/1",
+    ),
+    (
+        "item-ref-latest",
+        _set(("items", 5, "ref"), "corpus-decision:latest"),
+        m.REF_NOT_EXACT,
+        "/items/5/ref",
+    ),
+    (
+        "item-ref-latest-inner-segment",
+        _set(("items", 5, "ref"), "corpus-decision:latest:d-1"),
+        m.REF_NOT_EXACT,
+        "/items/5/ref",
+    ),
+    (
+        "binding-ref-latest",
+        _set(("inference-flow-binding/ref",), "corpus-inference-flow-binding:latest"),
+        m.REF_NOT_EXACT,
+        "/inference-flow-binding~1ref",
+    ),
+    (
+        "review-target-unknown-candidate",
+        _set(("review/target", "candidate/digest"), _d("other")),
+        m.REVIEW_TARGET,
+        "/review~1target/candidate~1digest",
+    ),
+    (
+        "review-target-names-a-decision",
+        _set(("review/target", "candidate/digest"), _d("decision-1")),
+        m.REVIEW_TARGET,
+        "/review~1target/candidate~1digest",
+    ),
+    (
+        "review-target-candidate-optional",
+        _set(("items", 2, "required"), False),
+        m.REVIEW_TARGET,
+        "/review~1target/candidate~1digest",
+    ),
+    (
+        "review-target-candidate-excluded",
+        _all(
+            _set(("items", 2, "required"), False),
+            _set(("items", 2, "included"), False),
+            _set(("items", 2, "omitted/reason"), "exceeds-limit"),
+        ),
+        m.REVIEW_TARGET,
+        "/review~1target/candidate~1digest",
+    ),
+]
+
+
+@pytest.mark.parametrize("mutate, code, pointer", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_one_rule_fails(mutate: Callable[[dict[str, Any]], None], code: str, pointer: str) -> None:
+    doc = build()
+    mutate(doc)
+    seal(doc)
+    errors, warnings = m.validate(doc)
+    assert [(e.code, e.pointer) for e in errors] == [(code, pointer)]
+    assert warnings == []
+    (error,) = errors
+    assert isinstance(error, m.ManifestError) and isinstance(error, ContractError)
+    assert error.rule == m.RULES[code] and error.rule.startswith(m.CONTRACT)
+
+
+def test_built_manifest_is_valid() -> None:
+    # The base every case mutates must itself pass, or the cases prove nothing.
+    doc = build()
+    assert m.validate(doc) == ([], [])
+    assert m.check_ref_self_digest(doc) == []
+    assert m.check_content(doc, hashlib.sha256(CONTENT).hexdigest(), len(CONTENT)) == []
+
+
+def test_every_contract_code_has_a_case() -> None:
+    covered = {c[2] for c in CASES} | {m.SELF_ADDRESS}
+    contract_codes = set(m.RULES) - m.BINDING_CODES
+    assert covered == contract_codes
+
+
+def test_self_address_mismatch() -> None:
+    doc = build()
+    doc["room/id"] = "room:r-4"  # changed after sealing
+    errors, _ = m.validate(doc)
+    assert [(e.code, e.pointer) for e in errors] == [(m.SELF_ADDRESS, "/manifest~1ref")]
+    assert errors[0].details == {
+        "expected": m.compute_manifest_ref(doc),
+        "actual": doc["manifest/ref"],
+    }
+
+
+def test_self_address_ignores_member_order_and_own_value() -> None:
+    doc = build()
+    reordered = dict(reversed(list(doc.items())))
+    reordered["manifest/ref"] = "anything"
+    assert m.compute_manifest_ref(reordered) == doc["manifest/ref"]
+    assert doc["manifest/ref"].startswith(m.MANIFEST_REF_PREFIX)
+    assert len(doc["manifest/ref"]) == len(m.MANIFEST_REF_PREFIX) + 43
+
+
+def test_compute_manifest_ref_misuse() -> None:
+    with pytest.raises(TypeError):
+        m.compute_manifest_ref([])  # type: ignore[arg-type]
+
+
+def test_no_canonical_form_is_reported_not_raised() -> None:
+    doc = build()
+    doc["phase"] = {"n": 2**60}  # beyond I-JSON; also a Rule 1 fault
+    errors, _ = m.validate(doc)
+    assert codes(errors) == [m.RULE_1, "json.int-range"]
+    assert isinstance(errors[1], JSONFormError)
+
+
+# --- refs that are not checked for `latest` -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path, value",
+    [
+        (("items", 0, "source/instance"), "environment:latest"),
+        (("query/id",), "query:latest"),
+        (("room/id",), "room:latest"),
+        (("reader", "id"), "participant:latest"),
+        (("items", 5, "ref"), "corpus-decision:latest-1"),
+        (("items", 5, "ref"), "corpus-decision:Latest"),
+        (("items", 5, "ref"), "corpus-decision:x/latest"),
+    ],
+)
+def test_latest_only_as_a_whole_ref_segment(path: tuple[Any, ...], value: str) -> None:
+    doc = build()
+    _set(path, value)(doc)
+    assert m.validate(seal(doc)) == ([], [])
+
+
+@pytest.mark.parametrize(
+    "path, value",
+    [
+        (("items", 0, "execution/ref"), "corpus-task-pack-execution:latest"),
+        (("content/ref",), "object-store:latest"),
+        (("review/target", "proposal/ref"), "corpus-experiment:latest"),
+        (("manifest/ref",), "corpus-evidence-manifest:latest"),
+    ],
+)
+def test_latest_in_digest_shaped_refs_is_both_faults(path: tuple[Any, ...], value: str) -> None:
+    doc = build()
+    _set(path, value)(doc)
+    if path != ("manifest/ref",):
+        seal(doc)
+    errors, _ = m.validate(doc)
+    pointer = "/" + "/".join(str(p).replace("/", "~1") for p in path)
+    got = [(e.code, e.pointer) for e in errors]
+    assert got[:2] == [(m.SCHEMA, pointer), (m.REF_NOT_EXACT, pointer)]
+
+
+# --- revision 2 and the phase setting --------------------------------------------------------
+
+
+def _revision_2(items: bool = True) -> dict[str, Any]:
+    doc = build()
+    doc["projection"]["revision"] = 2
+    doc["phase"] = {"schema": "corpus-task-pack-phase.v1", "basis": []}
+    if not items:
+        doc["items"] = []
+        del doc["review/target"]
+    return seal(doc)
+
+
+@pytest.mark.parametrize("items", [True, False], ids=["with-items", "no-items"])
+def test_revision_2_rejected_by_default(items: bool) -> None:
+    doc = _revision_2(items)
+    for settings in (None, {}, {m.SETTING_ACCEPT_UNVERIFIED_PHASE: False}):
+        errors, warnings = m.validate(doc, settings)
+        assert [(e.code, e.pointer) for e in errors] == [(m.PHASE_UNVERIFIABLE, "/phase")]
+        assert warnings == []
+
+
+@pytest.mark.parametrize("items", [True, False], ids=["with-items", "no-items"])
+def test_revision_2_accepted_with_warning_when_setting_on(items: bool) -> None:
+    errors, warnings = m.validate(_revision_2(items), ACCEPT)
+    assert errors == []
+    assert [(w["code"], w["pointer"], w["rule"]) for w in warnings] == [
+        (m.PHASE_UNVERIFIABLE, "/phase", m.RULES[m.PHASE_UNVERIFIABLE])
+    ]
+
+
+def test_setting_must_be_a_true_bool() -> None:
+    errors, warnings = m.validate(_revision_2(), {m.SETTING_ACCEPT_UNVERIFIED_PHASE: "false"})
+    assert codes(errors) == [m.PHASE_UNVERIFIABLE] and warnings == []
+
+
+def test_setting_does_not_excuse_other_faults() -> None:
+    doc = _revision_2()
+    doc["items"][4]["required"] = True  # excluded and required
+    errors, warnings = m.validate(seal(doc), ACCEPT)
+    assert codes(errors) == [m.REQUIRED_EXCLUDED]
+    assert [w["code"] for w in warnings] == [m.PHASE_UNVERIFIABLE]
+
+
+def test_revision_2_without_phase_is_missing_even_with_setting() -> None:
+    doc = build()
+    doc["projection"]["revision"] = 2
+    errors, warnings = m.validate(seal(doc), ACCEPT)
+    assert codes(errors) == [m.PHASE_MISSING] and warnings == []
+
+
+def test_revision_1_with_phase_is_rule_1_even_with_setting() -> None:
+    doc = build()
+    doc["phase"] = {}
+    errors, warnings = m.validate(seal(doc), ACCEPT)
+    assert [(e.code, e.pointer) for e in errors] == [(m.RULE_1, "/phase")] and warnings == []
+
+
+# --- order and completeness ----------------------------------------------------------------
+
+
+def test_all_faults_in_order_schema_rules_self_address() -> None:
+    doc = build()
+    doc["items"][1]["kind"] = "artifact"
+    del doc["items"][1]["execution/ref"]  # item rule
+    doc["items"][5]["ref"] = "corpus-decision:latest"  # exact refs
+    doc["class/key"] = "public"  # schema
+    doc["items"][2]["required"] = False  # review target
+    doc["items"][0]["included"] = False  # required excluded (+ omitted reason missing)
+    doc["room/id"] = "room:changed"  # not resealed: self-address
+    errors, _ = m.validate(doc)
+    assert [(e.code, e.pointer) for e in errors] == [
+        (m.SCHEMA, "/class~1key"),
+        (m.REQUIRED_EXCLUDED, "/items/0/required"),
+        (m.OMITTED_REASON, "/items/0"),
+        (m.ARTIFACT_EXECUTION, "/items/1"),
+        (m.REF_NOT_EXACT, "/items/5/ref"),
+        (m.REVIEW_TARGET, "/review~1target/candidate~1digest"),
+        (m.SELF_ADDRESS, "/manifest~1ref"),
+    ]
+
+
+@pytest.mark.parametrize("value", [None, [], "manifest", 3])
+def test_non_object_is_one_schema_fault(value: Any) -> None:
+    errors, warnings = m.validate(value)
+    assert [(e.code, e.pointer) for e in errors] == [(m.SCHEMA, "")] and warnings == []
+
+
+def test_rules_read_malformed_documents_defensively() -> None:
+    doc = build()
+    doc["items"] = [1, "x", None, {"kind": "artifact"}]
+    doc["review/target"] = {"candidate/digest": 7}
+    doc["projection"] = "one"
+    errors, _ = m.validate(seal(doc))
+    assert m.SCHEMA in codes(errors)
+    assert m.ARTIFACT_EXECUTION in codes(errors)  # the one object item is still checked
+
+
+# --- write-time bindings (pure parts) --------------------------------------------------------
+
+
+def test_content_expectations() -> None:
+    doc = build()
+    assert m.content_expectations(doc) == {
+        "sha256": hashlib.sha256(CONTENT).hexdigest(),
+        "content_digest": "sha256:" + sha256_b64u(CONTENT),
+        "content_ref": "object-store:sha256:" + sha256_b64u(CONTENT),
+        "size": len(CONTENT),
+        "bytes_max": 16384,
+    }
+
+
+def test_content_expectations_non_canonical_digest() -> None:
+    doc = build()
+    b64u = doc["content/digest"][len("sha256:") :]
+    # Flip the last character's unused low bits: same 32 bytes, non-canonical spelling.
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    last = alphabet[alphabet.index(b64u[-1]) | 1]
+    doc["content/digest"] = "sha256:" + b64u[:-1] + last
+    with pytest.raises(m.ManifestBindingError) as info:
+        m.content_expectations(doc)
+    assert (info.value.code, info.value.pointer) == (m.CONTENT_DIGEST, "/content~1digest")
+
+
+@pytest.mark.parametrize(
+    "member, value", [("content/digest", "md5:x"), ("bytes/max", "16"), ("content/ref", None)]
+)
+def test_content_expectations_needs_a_valid_manifest(member: str, value: Any) -> None:
+    doc = build()
+    doc[member] = value
+    with pytest.raises(m.ManifestError) as info:
+        m.content_expectations(doc)
+    assert info.value.code == m.SCHEMA
+    assert info.value.pointer == "/" + member.replace("/", "~1")
+
+
+def _hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "case, content, bytes_max, expected",
+    [
+        ("binds", CONTENT, 16384, []),
+        ("missing", None, 16384, [(m.CONTENT_MISSING, "/content~1ref")]),
+        (
+            "other-bytes-same-size",
+            CONTENT[:-1] + b"?",
+            16384,
+            [(m.CONTENT_DIGEST, "/content~1digest")],
+        ),
+        (
+            "shorter",
+            CONTENT[:-1],
+            16384,
+            [(m.CONTENT_DIGEST, "/content~1digest"), (m.CONTENT_SIZE, "/content~1size-bytes")],
+        ),
+        ("over-limit", CONTENT, len(CONTENT) - 1, [(m.CONTENT_OVER_LIMIT, "/bytes~1max")]),
+        ("at-limit", CONTENT, len(CONTENT), []),
+    ],
+)
+def test_check_content(
+    case: str, content: bytes | None, bytes_max: int, expected: list[tuple[str, str]]
+) -> None:
+    doc = build()
+    doc["bytes/max"] = bytes_max
+    seal(doc)
+    assert m.validate(doc) == ([], [])  # size > bytes/max is a binding fault, not a shape one
+    faults = m.check_content(
+        doc, None if content is None else _hex(content), None if content is None else len(content)
+    )
+    assert [(f.code, f.pointer) for f in faults] == expected
+    assert all(
+        isinstance(f, m.ManifestBindingError) and isinstance(f, BindingConflict) for f in faults
+    )
+
+
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (lambda d: None, []),
+        (_set(("items", 1, "digest"), _d("artifact-2")), [(m.REF_DIGEST, "/items/1/digest")]),
+        (
+            _set(("items", 0, "ref"), "corpus-task-pack-execution:" + _d("execution-2")),
+            [(m.REF_DIGEST, "/items/0/digest")],
+        ),
+        (_set(("items", 5, "ref"), "corpus-decision:d-1"), []),  # carries no sha256:X
+        (
+            _set(("items", 5, "ref"), "corpus-decision:sha256:abc"),
+            [(m.REF_DIGEST, "/items/5/digest")],
+        ),
+        (
+            _set(("content/ref",), "object-store:" + _d("something else")),
+            [(m.REF_DIGEST, "/content~1ref")],
+        ),
+    ],
+    ids=["agree", "item-digest", "item-ref", "no-carried-digest", "short-carried", "content-ref"],
+)
+def test_check_ref_self_digest(
+    mutate: Callable[[dict[str, Any]], None], expected: list[tuple[str, str]]
+) -> None:
+    doc = build()
+    mutate(doc)
+    faults = m.check_ref_self_digest(seal(doc))
+    assert [(f.code, f.pointer) for f in faults] == expected
+    assert all(isinstance(f, m.ManifestBindingError) for f in faults)
+
+
+def test_item_ref_digests() -> None:
+    doc = build()
+    pairs = m.item_ref_digests(doc)
+    assert pairs == [
+        (f"/items/{i}/digest", item["ref"], item["digest"]) for i, item in enumerate(doc["items"])
+    ]
+
+
+def test_codes_and_classes() -> None:
+    assert set(m.BINDING_CODES) == {
+        m.CONTENT_MISSING,
+        m.CONTENT_DIGEST,
+        m.CONTENT_SIZE,
+        m.CONTENT_OVER_LIMIT,
+        m.REF_DIGEST,
+        m.REF_REBOUND,
+    }
+    assert m.BINDING_CODES <= set(m.RULES)
+    assert all(code.startswith("manifest.") for code in m.RULES)
+    assert issubclass(m.ManifestError, ContractError)
+    assert issubclass(m.ManifestBindingError, BindingConflict)
+    assert m.__all__ == sorted(m.__all__)
+
+
+def test_copy_is_not_mutated() -> None:
+    doc = build()
+    before = copy.deepcopy(doc)
+    m.validate(doc, ACCEPT)
+    m.compute_manifest_ref(doc)
+    m.check_ref_self_digest(doc)
+    m.content_expectations(doc)
+    assert doc == before
