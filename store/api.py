@@ -101,10 +101,14 @@ class Store:
 
     def __init__(self, url: str, *, create: bool = False, check_schema: bool = True) -> None:
         self.db = Database(url)
-        if create and not self.db.exists():
-            self.db.migrate()
-        if check_schema:
-            self.db.require_current()
+        try:
+            if create and not self.db.exists():
+                self.db.migrate()
+            if check_schema:
+                self.db.require_current()
+        except BaseException:
+            self.db.dispose()
+            raise
         self._closed = False
 
     # -- lifecycle ------------------------------------------------------------------------

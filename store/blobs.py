@@ -30,9 +30,9 @@ from .refs import ContentRef
 from .tables import blob_chunks, blobs
 
 __all__ = [
+    "BlobRow",
     "CHUNK_SIZE",
     "INLINE_MAX",
-    "BlobRow",
     "PutResult",
     "insert_ignore",
     "iter_verified",

@@ -26,6 +26,7 @@ from typing import Any
 
 __all__ = [
     "BindingConflict",
+    "CODES",
     "ContractError",
     "CorruptionError",
     "EvstoreError",
@@ -156,3 +157,35 @@ class StoreStateError(EvstoreError):
 
     family = "store"
     default_code = "store.state"
+
+
+#: Codes raised by the store core (contract modules export their own ``CODES``).
+CODES: dict[str, str] = {
+    "ref.syntax": "a content ref is not one of the four accepted forms",
+    "json.bom": "a UTF-8 byte-order mark precedes the JSON text",
+    "json.utf8": "the input is not valid UTF-8",
+    "json.syntax": "the input is not JSON (or has trailing data)",
+    "json.duplicate-key": "a member name appears twice in one object",
+    "json.non-finite": "NaN or Infinity, or a number that overflows a double",
+    "json.surrogate": "a string or member name holds a lone surrogate",
+    "json.int-range": "an integer beyond +-(2**53-1), or a number canonically read back as one",
+    "json.depth": "nesting deeper than the reader's limit (128)",
+    "input.unreadable": "an input file cannot be read",
+    "kind.unknown": "no such artifact kind",
+    "config.unknown": "no such setting",
+    "config.value": "a setting value of the wrong type",
+    "not-found.blob": "no stored blob for that content ref",
+    "not-found.artifact": "no artifact matches the query",
+    "corruption.digest": "stored bytes do not hash to their address; never served",
+    "corruption.size": "stored bytes have another length than recorded; never served",
+    "corruption.sha256-index": "the SHA-256 recorded for a blob does not match its bytes",
+    "check.not-canonical": "a stored artifact's bytes are not in canonical form",
+    "check.artifact-without-blob": "an artifact index row has no blob",
+    "store.missing": "no store at that URL (create one with evstore init)",
+    "store.schema-behind": "the store's schema is older than the code (run evstore migrate)",
+    "store.schema-ahead": "the store's schema is newer than the code",
+    "store.url": "the store URL cannot be used",
+    "store.unreachable": "the database cannot be reached",
+    "store.busy": "the database stayed locked after retries",
+    "store.database": "another database error",
+}

@@ -31,8 +31,8 @@ from .txn import Txn
 
 __all__ = [
     "DETECTION_ORDER",
-    "KINDS",
     "JsonKind",
+    "KINDS",
     "KindHandler",
     "detect_kind",
     "get_handler",

@@ -1,0 +1,118 @@
+"""Blobs on both backends: put/get/stat/has, streaming, corruption, repair."""
+
+import io
+
+import pytest
+import sqlalchemy as sa
+
+import evstore
+from evstore.blobs import CHUNK_SIZE, INLINE_MAX
+from evstore.digests import digest_bytes
+from evstore.tables import blob_chunks, blobs
+
+
+def _corrupt_inline(store, address_hex, data):
+    with store.db.engine.begin() as conn:
+        conn.execute(sa.update(blobs).where(blobs.c.address == address_hex).values(data=data))
+
+
+def test_all_four_ref_forms_resolve(store):
+    data = "héllo wörld\n".encode()
+    put = store.put(data)
+    d = put.digest
+    for ref in (d.address, "sha256:" + d.sha256, "sha256:" + d.sha256_b64u,
+                "object-store:sha256:" + d.sha256_b64u):
+        assert store.get(ref) == data
+        assert store.stat(ref)["size"] == len(data)
+    assert store.has([d.address, "sha256:" + d.sha256]) == []
+
+
+def test_missing_and_bad_refs(store):
+    missing = "blake3:" + "0" * 64
+    assert store.has([missing]) == [missing]
+    with pytest.raises(evstore.NotFound) as exc:
+        store.get(missing)
+    assert exc.value.code == "not-found.blob"
+    with pytest.raises(evstore.RefSyntaxError):
+        store.get("sha256:" + "A" * 64)
+
+
+def test_stat_reports_digests_and_size_without_reading(store):
+    put = store.put(b"abc")
+    st = store.stat(put.digest.address)
+    assert st["sha256"] == "sha256:" + digest_bytes(b"abc").sha256
+    assert st["object_store"].startswith("object-store:sha256:")
+    assert st["size"] == 3 and st["artifacts"] == []
+
+
+def test_empty_blob(store):
+    put = store.put(b"")
+    assert store.get(put.digest.address) == b""
+    assert put.digest.size == 0
+
+
+@pytest.mark.parametrize("size", [INLINE_MAX, INLINE_MAX + 1, 3 * CHUNK_SIZE + 5])
+def test_streamed_put_stores_exact_bytes(store, size):
+    data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+    put = store.put(io.BytesIO(data))
+    assert put.digest == digest_bytes(data)
+    assert store.get(put.digest.address) == data
+    with store.open_blob("sha256:" + put.digest.sha256) as (dg, chunks):
+        assert b"".join(chunks) == data
+    assert store.stat(put.digest.address)["stored"] == ("inline" if size <= INLINE_MAX else "chunked")
+    again = store.put(io.BytesIO(data))
+    assert not again.new
+    with store.db.engine.connect() as conn:  # the duplicate left no orphan chunks
+        sets = conn.execute(sa.select(sa.func.count(sa.distinct(blob_chunks.c.chunk_set)))).scalar()
+    assert sets == (0 if size <= INLINE_MAX else 1)
+
+
+def test_equal_bytes_stored_once(store):
+    results = store.put_many([b"a", b"b", b"a"])
+    assert [r.new for r in results] == [True, True, False]
+    with store.db.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(blobs)).scalar() == 2
+
+
+def test_corrupt_inline_blob_is_never_served_and_put_repairs_it(store):
+    put = store.put(b"original bytes")
+    _corrupt_inline(store, put.digest.blake3, b"tampered bytes")
+    with pytest.raises(evstore.CorruptionError) as exc:
+        store.get(put.digest.address)
+    assert exc.value.code == "corruption.digest"
+    faults = list(store.check())
+    assert [f.code for f in faults] == ["corruption.digest"]
+    # Same size, other bytes; and a truncated copy: both repaired by putting the content again.
+    store.put(b"original bytes")
+    assert store.get(put.digest.address) == b"original bytes"
+    _corrupt_inline(store, put.digest.blake3, b"orig")
+    with pytest.raises(evstore.CorruptionError) as exc:
+        store.get(put.digest.address)
+    assert exc.value.code == "corruption.size"
+    store.put_many([b"original bytes"])
+    assert store.get(put.digest.address) == b"original bytes"
+    assert list(store.check()) == []
+
+
+def test_corrupt_chunk_is_detected_before_any_byte(store):
+    data = b"z" * (2 * CHUNK_SIZE + 10)
+    put = store.put(io.BytesIO(data))
+    with store.db.engine.begin() as conn:
+        cs = conn.execute(sa.select(blobs.c.chunk_set).where(blobs.c.address == put.digest.blake3)).scalar()
+        conn.execute(sa.update(blob_chunks).where(blob_chunks.c.chunk_set == cs, blob_chunks.c.seq == 2)
+                     .values(data=b"y" * 10))
+    emitted = []
+    with pytest.raises(evstore.CorruptionError):
+        with store.open_blob(put.digest.address) as (_d, chunks):
+            for c in chunks:
+                emitted.append(c)
+    assert emitted == []
+    store.put(io.BytesIO(data))  # repair
+    assert store.get(put.digest.address) == data
+
+
+def test_sha256_index_corruption_is_reported_by_check(store):
+    put = store.put(b"abc")
+    with store.db.engine.begin() as conn:
+        conn.execute(sa.update(blobs).where(blobs.c.address == put.digest.blake3).values(sha256="0" * 64))
+    assert [f.code for f in store.check()] == ["corruption.sha256-index"]

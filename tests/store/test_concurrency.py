@@ -1,0 +1,63 @@
+"""Several processes at once: one row per content, first-write-wins bindings, no lock errors."""
+
+import json
+import subprocess
+import sys
+
+import sqlalchemy as sa
+
+import evstore
+from evstore.tables import artifacts, bindings, blobs
+
+WORKER = r"""
+import json, sys
+import evstore
+from evstore import Document
+from evstore.bindings import bind
+
+url, i = sys.argv[1], int(sys.argv[2])
+out = {"puts": [], "errors": [], "bind": None}
+with evstore.open(url) as s:
+    for n in range(15):
+        try:
+            # the same bytes in every process, plus bytes of its own
+            out["puts"].append(s.put(b"shared blob %d" % n).digest.address)
+            s.put(b"own blob %d %d" % (i, n))
+            s.ingest([Document(b'{"shared": %d}' % n), Document(b'{"own": [%d, %d]}' % (i, n))])
+        except Exception as exc:  # report, the test asserts none happened
+            out["errors"].append(f"{type(exc).__name__}: {exc}")
+    r = s.db.run_transaction(lambda conn: bind(conn, "test.race", "the-key", f"value-{i}"))
+    out["bind"] = [r.value, r.new, r.conflict]
+print(json.dumps(out))
+"""
+
+
+def test_eight_writers(store_url):
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WORKER, store_url, str(i)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+        for i in range(8)
+    ]
+    outs = []
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=300)
+        assert p.returncode == 0, stderr
+        outs.append(json.loads(stdout.strip().splitlines()[-1]))
+    for o in outs:
+        assert o["errors"] == [], o["errors"]
+        assert not any("locked" in e for e in o["errors"])
+    # every caller got the same address for the same bytes
+    assert all(o["puts"] == outs[0]["puts"] for o in outs)
+    # exactly one binding value won, and every process sees it
+    winners = {o["bind"][0] for o in outs}
+    assert len(winners) == 1
+    assert sum(1 for o in outs if o["bind"][1]) == 1
+    assert sum(1 for o in outs if o["bind"][2]) == 7
+    with evstore.open(store_url) as s, s.db.engine.connect() as conn:
+        n_blobs = conn.execute(sa.select(sa.func.count()).select_from(blobs)).scalar()
+        n_arts = conn.execute(sa.select(sa.func.count()).select_from(artifacts)).scalar()
+        n_bind = conn.execute(sa.select(sa.func.count()).select_from(bindings)).scalar()
+    # 15 shared + 8*15 own raw blobs, 15 shared + 8*15 own JSON artifacts (their blobs too)
+    assert n_blobs == 2 * (15 + 8 * 15)
+    assert n_arts == 15 + 8 * 15
+    assert n_bind == 1

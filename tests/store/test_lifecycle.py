@@ -1,0 +1,69 @@
+"""Store creation, schema versions and migrations on both backends."""
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+
+import evstore
+from evstore.db import Database, head_revision
+from evstore.tables import metadata
+
+
+def test_missing_store_is_not_created(empty_url, backend, tmp_path):
+    with pytest.raises(evstore.StoreStateError) as exc:
+        evstore.open(empty_url)
+    assert exc.value.code == "store.missing"
+    if backend == "sqlite":
+        assert not (tmp_path / "new.db").exists()
+    db = Database(empty_url)
+    assert not db.exists()
+    db.dispose()
+
+
+def test_create_then_open(empty_url):
+    evstore.open(empty_url, create=True).close()
+    with evstore.open(empty_url) as s:
+        assert s.db.schema_state().current == head_revision()
+
+
+def test_migrated_schema_matches_metadata(store):
+    with store.db.engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), metadata)
+    assert diff == []
+
+
+def test_schema_behind_is_refused_then_migrated(store_url):
+    db = Database(store_url)
+    with db.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = 'base_placeholder'"))
+    # An unknown revision is treated as newer than the code.
+    with pytest.raises(evstore.StoreStateError) as exc:
+        evstore.open(store_url)
+    assert exc.value.code == "store.schema-ahead"
+    with db.engine.begin() as conn:
+        conn.execute(sa.text("DELETE FROM alembic_version"))
+    with pytest.raises(evstore.StoreStateError) as exc:
+        evstore.open(store_url)
+    assert exc.value.code == "store.missing"
+    db.dispose()
+
+
+def test_behind_store_needs_explicit_migrate(empty_url, monkeypatch):
+    # Build a store at revision 0001 with the code's head pretended newer.
+    evstore.open(empty_url, create=True).close()
+    import evstore.db as dbmod
+
+    monkeypatch.setattr(dbmod, "head_revision", lambda: "9999")
+    db = Database(empty_url)
+    with pytest.raises(evstore.StoreStateError) as exc:
+        db.require_current()
+    db.dispose()
+    assert exc.value.code == "store.schema-behind"
+
+
+def test_unsupported_urls():
+    for url in ("mysql://x@y/z", "sqlite://", "sqlite:///:memory:"):
+        with pytest.raises(evstore.StoreStateError) as exc:
+            evstore.open(url)
+        assert exc.value.code == "store.url"
