@@ -12,6 +12,9 @@ echo "== generic JSON"
 evstore ingest "$EX"/json/*.json
 
 # Contract examples are added below by each contract area.
+echo "== corpus passage evidence manifest (orbidocs v1) with its rendered content"
+evstore ingest --content "$EX"/manifests/rendered-evidence.md "$EX"/manifests/manifest.json
+
 # @@AREAS@@
 
 echo "== all artifacts"

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from . import blobs as _blobs
 from .artifacts import ArtifactInfo, ArtifactResult, artifact_kinds, warnings_of
-from .canonical import dumps, loads
+from .canonical import dumps, loads, loads_canonical
 from .db import Database
 from .digests import Digest
 from .errors import EvstoreError, InputError, NotFound, StoreStateError
@@ -245,8 +245,7 @@ class Store:
         out = []
         for d in docs:
             try:
-                value = loads(d.data)
-                canonical = dumps(value)
+                value, canonical = loads_canonical(d.data)
                 kind = d.kind or detect_kind(value)
                 get_handler(kind)
             except EvstoreError as err:
@@ -350,14 +349,20 @@ class Store:
                 artifacts.c.accepted_at,
                 blobs.c.size,
             )
-            .join(attrs, sa.and_(attrs.c.address == artifacts.c.address, attrs.c.kind == artifacts.c.kind))
+            .join(
+                attrs,
+                sa.and_(attrs.c.address == artifacts.c.address, attrs.c.kind == artifacts.c.kind),
+            )
             .join(blobs, blobs.c.address == artifacts.c.address)
             .where(attrs.c.name == name, attrs.c.value == value)
         )
         if kind is not None:
             q = q.where(artifacts.c.kind == kind)
         with self.db.read() as conn:
-            return [_info(r) for r in conn.execute(q.order_by(artifacts.c.accepted_at, artifacts.c.address))]
+            return [
+                _info(r)
+                for r in conn.execute(q.order_by(artifacts.c.accepted_at, artifacts.c.address))
+            ]
 
     def ls(
         self, kind: str | None = None, *, attr: tuple[str, str] | None = None
@@ -375,10 +380,14 @@ class Store:
             q = q.where(artifacts.c.kind == kind)
         if attr is not None:
             q = q.join(
-                attrs, sa.and_(attrs.c.address == artifacts.c.address, attrs.c.kind == artifacts.c.kind)
+                attrs,
+                sa.and_(attrs.c.address == artifacts.c.address, attrs.c.kind == artifacts.c.kind),
             ).where(attrs.c.name == attr[0], attrs.c.value == attr[1])
         with self.db.read() as conn:
-            return [_info(r) for r in conn.execute(q.order_by(artifacts.c.accepted_at, artifacts.c.address))]
+            return [
+                _info(r)
+                for r in conn.execute(q.order_by(artifacts.c.accepted_at, artifacts.c.address))
+            ]
 
     def warnings(self, ref: str) -> list[dict[str, str]]:
         """Warnings recorded with the artifact at ``ref``."""
@@ -414,9 +423,9 @@ class Store:
             total += conn.execute(sa.select(sa.func.count()).select_from(artifacts)).scalar_one()
             done = 0
             rows = conn.execute(
-                sa.select(blobs.c.address, blobs.c.sha256, blobs.c.size, blobs.c.chunk_set).order_by(
-                    blobs.c.address
-                )
+                sa.select(
+                    blobs.c.address, blobs.c.sha256, blobs.c.size, blobs.c.chunk_set
+                ).order_by(blobs.c.address)
             ).all()
             for r in rows:
                 row = _blobs.BlobRow(Digest(r.address, r.sha256, int(r.size)), r.chunk_set)
@@ -425,14 +434,21 @@ class Store:
                     h.update(chunk)
                 got = h.digest()
                 if got.size != row.digest.size or got.blake3 != r.address:
-                    yield _blobs._corrupt(r.address, "digest mismatch" if got.size == row.digest.size else f"size {got.size} != {row.digest.size}")
+                    yield _blobs._corrupt(
+                        r.address,
+                        "digest mismatch"
+                        if got.size == row.digest.size
+                        else f"size {got.size} != {row.digest.size}",
+                    )
                 elif got.sha256 != r.sha256:
                     yield _corruption_sha(r.address)
                 done += 1
                 if progress:
                     progress(done, total)
             arts = conn.execute(
-                sa.select(artifacts.c.address, artifacts.c.kind).order_by(artifacts.c.address, artifacts.c.kind)
+                sa.select(artifacts.c.address, artifacts.c.kind).order_by(
+                    artifacts.c.address, artifacts.c.kind
+                )
             ).all()
             for a in arts:
                 done += 1
@@ -443,8 +459,11 @@ class Store:
     def _audit_one(self, txn: Txn, address: str, kind: str) -> Iterator[EvstoreError]:
         row = _blobs.lookup(txn.conn, parse_ref("blake3:" + address))
         if row is None:
-            yield NotFound(f"artifact {kind} blake3:{address} has no blob", code="check.artifact-without-blob",
-                           details={"address": "blake3:" + address})
+            yield NotFound(
+                f"artifact {kind} blake3:{address} has no blob",
+                code="check.artifact-without-blob",
+                details={"address": "blake3:" + address},
+            )
             return
         try:
             data = _blobs.read_verified(txn.conn, row)
@@ -541,7 +560,9 @@ def _iso(t: Any) -> str:
 
 
 def _info(r: Any) -> ArtifactInfo:
-    return ArtifactInfo("blake3:" + r.address, r.kind, r.contract_version, _iso(r.accepted_at), int(r.size))
+    return ArtifactInfo(
+        "blake3:" + r.address, r.kind, r.contract_version, _iso(r.accepted_at), int(r.size)
+    )
 
 
 def _corruption_sha(address: str) -> EvstoreError:

@@ -13,6 +13,7 @@ second inserter wait for the first to commit), and every loser sees the winner's
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -22,7 +23,7 @@ from .blobs import insert_ignore
 from .digests import sha256_hex
 from .tables import bindings
 
-__all__ = ["BindResult", "bind", "lookup_binding"]
+__all__ = ["BindResult", "bind", "bind_many", "lookup_binding"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,3 +81,54 @@ def bind(conn: Connection, namespace: str, key: str, value: str, origin: str = "
     landed = lookup_binding(conn, namespace, key)
     assert landed is not None
     return BindResult(landed, landed == value, landed != value)
+
+
+def _lookup_many(conn: Connection, namespace: str, digests: Sequence[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for i in range(0, len(digests), 500):
+        part = list(digests[i : i + 500])
+        for r in conn.execute(
+            sa.select(bindings.c.key_digest, bindings.c.value).where(
+                bindings.c.namespace == namespace, bindings.c.key_digest.in_(part)
+            )
+        ):
+            found[r.key_digest] = r.value
+    return found
+
+
+def bind_many(
+    conn: Connection, namespace: str, pairs: Sequence[tuple[str, str]], origin: str = ""
+) -> list[BindResult]:
+    """:func:`bind` for many ``(key, value)`` pairs in one lookup and one insert.
+
+    Pairs are bound in order, so a key repeated within ``pairs`` with another value conflicts
+    with its first occurrence (first write wins inside the batch too).
+
+    Returns:
+        One :class:`BindResult` per pair, in order.
+    """
+    digests = [sha256_hex(k.encode()) for k, _ in pairs]
+    existing = _lookup_many(conn, namespace, list(dict.fromkeys(digests)))
+    pending: dict[str, dict[str, str]] = {}
+    for (key, value), dg in zip(pairs, digests, strict=True):
+        if dg not in existing and dg not in pending:
+            pending[dg] = {
+                "namespace": namespace,
+                "key_digest": dg,
+                "key": key,
+                "value": value,
+                "origin": origin,
+            }
+    if pending:
+        insert_ignore(conn, bindings, list(pending.values()))
+        # Read back: a concurrent writer may have won some keys.
+        existing.update(_lookup_many(conn, namespace, list(pending)))
+    results: list[BindResult] = []
+    made: set[str] = set()
+    for (_key, value), dg in zip(pairs, digests, strict=True):
+        landed = existing[dg]
+        new = dg in pending and pending[dg]["value"] == landed and dg not in made and landed == value
+        if new:
+            made.add(dg)
+        results.append(BindResult(landed, new, landed != value))
+    return results

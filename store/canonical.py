@@ -55,7 +55,15 @@ def _no_constant(name: str) -> Any:
     raise _err("json.non-finite", f"{name} is not a JSON number")
 
 
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+
+
 def _parse_int(text: str) -> int:
+    # JSON has no leading zeros and 2**53-1 has 16 digits: a longer literal is out of range.
+    # Checking the length first also keeps int() away from Python's 4300-digit limit.
+    if len(text) - (text[0] == "-") > 16:
+        raise _err("json.int-range", f"integer {_short(text)} is beyond +-(2**53-1)")
     value = int(text)
     if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
         return value
@@ -65,13 +73,17 @@ def _parse_int(text: str) -> int:
 def _parse_float(text: str) -> float:
     value = float(text)
     if value != value or value in (float("inf"), float("-inf")):
-        raise _err("json.non-finite", f"{text} overflows a double")
-    if MAX_SAFE_INTEGER < abs(value) < _EXPONENT_FROM and value == int(value):
+        raise _err("json.non-finite", f"{_short(text)} overflows a double")
+    if _float_reads_back_out_of_range(value):
         raise _err(
             "json.int-range",
-            f"{text} is canonically the integer {int(value)}, beyond +-(2**53-1)",
+            f"{_short(text)} is canonically the integer {int(value)}, beyond +-(2**53-1)",
         )
     return value
+
+
+def _float_reads_back_out_of_range(value: float) -> bool:
+    return MAX_SAFE_INTEGER < abs(value) < _EXPONENT_FROM and value == int(value)
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -124,6 +136,64 @@ def _walk(value: Any) -> None:
             raise _err("json.surrogate", "a string holds a lone surrogate", ptr)
 
 
+class _Bad:
+    """A value the strict reader refuses, kept in place so its pointer can be found."""
+
+
+class _DupPairs(list):  # type: ignore[type-arg]
+    """An object whose member names repeat, kept as its pairs."""
+
+
+def _lenient_pairs(pairs: list[tuple[str, Any]]) -> Any:
+    return _DupPairs(pairs) if len({k for k, _ in pairs}) != len(pairs) else dict(pairs)
+
+
+def _lenient_int(text: str) -> Any:
+    try:
+        return _parse_int(text)
+    except JSONFormError:
+        return _Bad()
+
+
+def _lenient_float(text: str) -> Any:
+    try:
+        return _parse_float(text)
+    except JSONFormError:
+        return _Bad()
+
+
+_LOCATOR = json.JSONDecoder(
+    object_pairs_hook=_lenient_pairs,
+    parse_int=_lenient_int,
+    parse_float=_lenient_float,
+    parse_constant=lambda _name: _Bad(),
+)
+
+
+def _locate(text: str) -> str:
+    """JSON Pointer of the first refused value or repeated name (error path only; '' if unknown)."""
+    try:
+        root = _LOCATOR.decode(text)
+    except (ValueError, RecursionError):
+        return ""
+    stack: list[tuple[Any, str]] = [(root, "")]
+    while stack:
+        node, ptr = stack.pop()
+        if isinstance(node, _Bad):
+            return ptr
+        if isinstance(node, _DupPairs):
+            seen: set[str] = set()
+            for key, _ in node:
+                if key in seen:
+                    return join_pointer(ptr, key)
+                seen.add(key)
+        if isinstance(node, dict):
+            stack.extend(reversed([(v, join_pointer(ptr, k)) for k, v in node.items()]))
+        elif isinstance(node, list) and not isinstance(node, _DupPairs):
+            stack.extend(reversed([(v, join_pointer(ptr, i)) for i, v in enumerate(node)]))
+    return ""
+
+
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
     """Parse JSON strictly (see the module docstring for every rule).
 
@@ -151,7 +221,8 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
             raise _err("json.utf8", f"invalid UTF-8 at byte {exc.start}") from None
     try:
         value = _DECODER.decode(text)
-    except JSONFormError:
+    except JSONFormError as err:
+        err.pointer = _locate(text)
         raise
     except json.JSONDecodeError as exc:
         raise _err("json.syntax", f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
@@ -162,12 +233,43 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
 
 
 def dumps(value: Any) -> bytes:
-    """The RFC 8785 canonical bytes of a parsed value (through the ``rfc8785`` package).
+    """The RFC 8785 canonical bytes of a JSON value built in Python (through ``rfc8785``).
+
+    The value is held to the strict reader's domain first, so the bytes always read back
+    through :func:`loads`.
 
     Raises:
-        JSONFormError: ``json.int-range`` or ``json.non-finite`` for values no strict parse
-            yields (a Python caller's int beyond 2**53-1, NaN); TypeError for non-JSON types.
+        JSONFormError: ``json.int-range`` (an int beyond +-(2**53-1), or a float that is
+            canonically such an integer), ``json.non-finite``, ``json.surrogate``,
+            ``json.depth``; TypeError for non-JSON types.
     """
+    _check_domain(value)
+    return _dumps_trusted(value)
+
+
+def _check_domain(value: Any) -> None:
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        node, ptr = stack.pop()
+        if isinstance(node, bool) or node is None:
+            continue
+        if isinstance(node, float):
+            if node != node or node in (float("inf"), float("-inf")):
+                raise _err("json.non-finite", f"{node} is not a JSON number", ptr)
+            if _float_reads_back_out_of_range(node):
+                raise _err("json.int-range", f"{node!r} is canonically {int(node)}, beyond +-(2**53-1)", ptr)
+        elif isinstance(node, int):
+            if not -MAX_SAFE_INTEGER <= node <= MAX_SAFE_INTEGER:
+                raise _err("json.int-range", "integer beyond +-(2**53-1)", ptr)
+        elif isinstance(node, dict):
+            stack.extend((v, join_pointer(ptr, k)) for k, v in node.items() if isinstance(k, str))
+        elif isinstance(node, (list, tuple)):
+            stack.extend((v, join_pointer(ptr, i)) for i, v in enumerate(node))
+    _walk(value)
+
+
+def _dumps_trusted(value: Any) -> bytes:
+    """rfc8785 bytes of a value that came from :func:`loads` (already in the domain)."""
     try:
         return rfc8785.dumps(value)
     except rfc8785.IntegerDomainError as exc:
@@ -181,4 +283,4 @@ def dumps(value: Any) -> bytes:
 def loads_canonical(data: bytes | bytearray | memoryview | str) -> tuple[Any, bytes]:
     """Parse strictly and return ``(value, canonical bytes)``; raises as :func:`loads`."""
     value = loads(data)
-    return value, dumps(value)
+    return value, _dumps_trusted(value)

@@ -26,6 +26,7 @@ __all__ = [
     "b64u_to_hex",
     "blake3_hex",
     "digest_bytes",
+    "digest_stream",
     "hex_to_b64u",
     "sha256_b64u",
     "sha256_hex",
@@ -138,11 +139,15 @@ class Hasher:
 
 def digest_bytes(data: bytes) -> Digest:
     """The :class:`Digest` of an in-memory byte string (one pass each, no copy)."""
-    b3 = _blake3.blake3(data, max_threads=_blake3.blake3.AUTO) if len(data) > (1 << 20) else _blake3.blake3(data)
+    b3 = (
+        _blake3.blake3(data, max_threads=_blake3.blake3.AUTO)
+        if len(data) > (1 << 20)
+        else _blake3.blake3(data)
+    )
     return Digest(b3.hexdigest(), hashlib.sha256(data).hexdigest(), len(data))
 
 
-def digest_stream(stream: BinaryIO, chunk_size: int = 1 << 20) -> Digest:  # noqa: D401
+def digest_stream(stream: BinaryIO, chunk_size: int = 1 << 20) -> Digest:
     """Digest a binary stream without holding it (reads ``chunk_size`` bytes at a time)."""
     h = Hasher()
     while chunk := stream.read(chunk_size):

@@ -1,4 +1,4 @@
-"""Corpus passage evidence manifests, orbidocs v1: the pure rules (no database).
+"""Corpus passage evidence manifests, orbidocs v1: the pure rules, then the ``manifest`` kind.
 
 Implements ``../shared/contracts/orbidocs-corpus-passage-evidence-manifest-v1.md`` and the facts
 in ``../shared/contracts/README.md``. A manifest lists the evidence one Agent passage reads
@@ -39,14 +39,25 @@ Codes (``code`` -> meaning; the rule is ``RULES[code]``)::
     manifest.content-over-limit     (store) the content is longer than bytes/max
     manifest.ref-digest             (store) a ref whose own text carries ``sha256:X`` has a
                                     digest other than ``sha256:X``
-    manifest.ref-rebound            (store) an earlier accepted manifest bound the ref to
-                                    another digest
+    manifest.ref-rebound            (store) an earlier accepted manifest, or an earlier item of
+                                    the same one, bound the ref to another digest
+    manifest.content-edge           (check) a stored manifest has no ``content`` edge to its
+                                    rendered content (a CorruptionError)
 
-The last six are :class:`ManifestBindingError` (a :class:`~evstore.errors.BindingConflict`);
-the pure ones among them are computed here (:func:`check_content`,
-:func:`check_ref_self_digest`), ``content-missing`` when no content is given and
-``ref-rebound`` by the store from :func:`item_ref_digests`. All others are
-:class:`ManifestError` (a :class:`~evstore.errors.ContractError`).
+The six (store) codes are :class:`ManifestBindingError` (a
+:class:`~evstore.errors.BindingConflict`); the pure ones among them are computed here
+(:func:`check_content`, :func:`check_ref_self_digest`), ``ref-rebound`` by
+:class:`ManifestKind` from :func:`item_ref_digests`. ``manifest.content-edge`` is a
+:class:`~evstore.errors.CorruptionError`. All others are :class:`ManifestError` (a
+:class:`~evstore.errors.ContractError`). :data:`CODES` gives each a one-line meaning.
+
+In the store (:class:`ManifestKind`, registered as kind ``manifest``): ingest runs
+:func:`validate`, then binds the rendered content (stored, or supplied with the command and
+matched by SHA-256), refs carrying their digest, and each item ``ref -> digest`` (binding
+namespace ``manifest.item-ref``, first write wins), all in the command's one transaction. The
+artifact has a ``content`` edge to the content blob and the lookup attribute ``manifest_ref``
+(``evstore find --manifest-ref``). ``evstore validate`` records absent content as a warning
+(upstream fixtures have no public content); ingest and ``check`` require it.
 
 Decisions where the contract is silent:
 
@@ -67,39 +78,68 @@ Decisions where the contract is silent:
 * Fault order (:func:`validate`): schema faults, then contract rules (Rule 1, revision-2 phase,
   item rules in the order listed above, exact refs, review target), then the self-address.
   Every fault is reported; ingest reports the first. The rules read the document defensively,
-  so a schema fault elsewhere does not hide them.
+  so a schema fault elsewhere does not hide them. Write-time faults follow, in this order:
+  content (missing/digest, size, limit), refs carrying their digest, ref rebinding.
+* Content: matched by SHA-256 only, so supplied bytes of another SHA-256 are simply not the
+  content (``content-missing``); ``content-digest`` is raised for a content/digest that is not
+  the canonical base64url of any SHA-256 (non-zero padding bits), which no content can match.
+  A declared content/size-bytes above bytes/max is ``content-over-limit`` even without content.
+* Ref bindings: each item's ``ref -> digest`` (not ``execution/ref``, which has no digest of
+  its own, nor ``review/target``'s proposal) in one store-wide namespace; a second item of the
+  same manifest binding the same ref to another digest is ``ref-rebound`` too.
+* ``evstore check`` judges a stored revision-2 manifest as accepted (it was, with a recorded
+  warning), whatever the setting is now: turning the setting off does not make a store faulty.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
 
+from .artifacts import ArtifactResult, Warning_
 from .canonical import dumps
-from .digests import b64u_to_hex, hex_to_b64u, sha256_b64u
-from .errors import BindingConflict, ContractError, EvstoreError, JSONFormError, join_pointer
+from .digests import b64u_to_hex, blake3_hex, hex_to_b64u, sha256_b64u, sha256_hex
+from .errors import (
+    BindingConflict,
+    ContractError,
+    CorruptionError,
+    EvstoreError,
+    JSONFormError,
+    NotFound,
+    join_pointer,
+)
+
+if TYPE_CHECKING:
+    from .txn import Txn
 
 __all__ = [
     "ARTIFACT_EXECUTION",
     "BINDING_CODES",
+    "CODES",
     "CONTENT_DIGEST",
+    "CONTENT_EDGE",
+    "CONTENT_EDGE_MISSING",
     "CONTENT_MISSING",
     "CONTENT_OVER_LIMIT",
     "CONTENT_SIZE",
     "CONTRACT",
+    "FIND_ATTR",
     "INCLUDED_REASON",
     "MANIFEST_REF_PREFIX",
     "ManifestBindingError",
     "ManifestError",
+    "ManifestKind",
+    "ManifestOps",
     "OMITTED_REASON",
     "PHASE_MISSING",
     "PHASE_UNVERIFIABLE",
     "REF_DIGEST",
+    "REF_NAMESPACE",
     "REF_NOT_EXACT",
     "REF_REBOUND",
     "REQUIRED_EXCLUDED",
@@ -149,6 +189,7 @@ CONTENT_SIZE = "manifest.content-size"
 CONTENT_OVER_LIMIT = "manifest.content-over-limit"
 REF_DIGEST = "manifest.ref-digest"
 REF_REBOUND = "manifest.ref-rebound"
+CONTENT_EDGE_MISSING = "manifest.content-edge"
 
 #: Code -> the contract rule it implements (``file#section``; README facts are cited by file).
 RULES: dict[str, str] = {
@@ -169,6 +210,7 @@ RULES: dict[str, str] = {
     CONTENT_OVER_LIMIT: f"{CONTRACT}#bytes-max",
     REF_DIGEST: f"{CONTRACT}#items",
     REF_REBOUND: f"{CONTRACT}#items",
+    CONTENT_EDGE_MISSING: f"{CONTRACT}#content-ref",
 }
 
 #: Codes raised as :class:`ManifestBindingError` (write-time bindings).
@@ -573,25 +615,29 @@ def check_content(
         size: length of the content in bytes (None with ``sha256_hex``).
 
     Returns:
-        Faults in this order: ``manifest.content-missing`` (alone), or
-        ``manifest.content-digest``, ``manifest.content-size`` (length differs from
-        content/size-bytes), ``manifest.content-over-limit`` (length above bytes/max). Empty
-        when the content binds.
+        Faults in this order: ``manifest.content-missing`` or ``manifest.content-digest``,
+        ``manifest.content-size`` (length differs from content/size-bytes),
+        ``manifest.content-over-limit`` (length above bytes/max; without content, the declared
+        content/size-bytes above bytes/max). Empty when the content binds.
 
     Raises:
         ManifestError, ManifestBindingError: as :func:`content_expectations`.
     """
     expect = content_expectations(doc)
-    if sha256_hex is None or size is None:
-        return [
+    faults: list[ManifestBindingError] = []
+    present = sha256_hex is not None and size is not None
+    if not present:
+        faults.append(
             _binding(
                 CONTENT_MISSING,
-                f"the rendered content {expect['content_ref']} is neither stored nor supplied",
+                f"the rendered content {expect['content_ref']} is neither stored nor supplied "
+                "(supplied content is matched by SHA-256)",
                 "/content~1ref",
             )
-        ]
-    faults: list[ManifestBindingError] = []
-    if sha256_hex != expect["sha256"]:
+        )
+        # What the manifest declares can still exceed its own limit.
+        size = expect["size"]
+    elif sha256_hex != expect["sha256"]:
         faults.append(
             _binding(
                 CONTENT_DIGEST,
@@ -600,7 +646,7 @@ def check_content(
                 "/content~1digest",
             )
         )
-    if size != expect["size"]:
+    if present and size != expect["size"]:
         faults.append(
             _binding(
                 CONTENT_SIZE,
@@ -695,3 +741,230 @@ def item_ref_digests(doc: Mapping[str, Any]) -> list[tuple[str, str, str]]:
             if isinstance(ref, str) and isinstance(digest, str):
                 out.append((join_pointer("/items", i, "digest"), ref, digest))
     return out
+
+
+#: Code -> one-line meaning (docs/errors.md is generated from every module's CODES).
+CODES: dict[str, str] = {
+    SCHEMA: "the manifest breaks evstore's JSON Schema for orbidocs v1 (shape, pattern, bound, "
+    "enum, missing or unexpected member)",
+    RULE_1: "projection revision 1 with no item or with a phase (contract Rule 1)",
+    PHASE_MISSING: "projection revision 2 without a phase object",
+    PHASE_UNVERIFIABLE: "projection revision 2: the phase schema is not public, so the phase "
+    "cannot be verified (a warning when manifests.accept_unverified_phase is on)",
+    REQUIRED_EXCLUDED: "a required item is not included",
+    OMITTED_REASON: "an item left out (included: false) names no omitted/reason",
+    INCLUDED_REASON: "an included item carries omitted/reason",
+    ARTIFACT_EXECUTION: "an artifact item names no execution/ref",
+    REF_NOT_EXACT: "a ref has a ':'-separated segment 'latest'",
+    REVIEW_TARGET: "review/target's candidate/digest names no required, included candidate item",
+    SELF_ADDRESS: "manifest/ref differs from the SHA-256 of the manifest's RFC 8785 form "
+    "without it",
+    CONTENT_MISSING: "the rendered content is neither stored nor supplied with the command",
+    CONTENT_DIGEST: "the rendered content's SHA-256 is not content/digest (or content/digest is "
+    "not a canonical SHA-256)",
+    CONTENT_SIZE: "the rendered content's length in bytes is not content/size-bytes",
+    CONTENT_OVER_LIMIT: "the rendered content is longer than bytes/max (never truncated)",
+    REF_DIGEST: "a ref whose text carries sha256:X has a digest other than sha256:X",
+    REF_REBOUND: "the ref is already bound to another digest (an earlier manifest or item)",
+    CONTENT_EDGE_MISSING: "(check) a stored manifest has no content edge to its rendered content",
+}
+
+# ----------------------------------------------------------------------------------------
+# Store integration: the ``manifest`` kind handler and ``store.manifests`` operations.
+# ----------------------------------------------------------------------------------------
+
+#: Binding namespace: an item ref -> the digest first accepted for it.
+REF_NAMESPACE = "manifest.item-ref"
+#: Edge role from a manifest to its rendered content blob.
+CONTENT_EDGE = "content"
+#: Lookup attribute for ``evstore find --manifest-ref``.
+FIND_ATTR = "manifest_ref"
+
+
+def _rebound(ref: str, digest: str, pointer: str) -> Callable[[str], ManifestBindingError]:
+    def conflict(existing: str) -> ManifestBindingError:
+        return _binding(
+            REF_REBOUND,
+            f"ref {ref!r} is bound to {existing!r} by an earlier accepted manifest (or an "
+            f"earlier item of this one); this manifest says {digest!r}",
+            pointer,
+            ref=ref,
+            digest=digest,
+            bound=existing,
+        )
+
+    return conflict
+
+
+class ManifestKind:
+    """Kind ``manifest``: an orbidocs corpus passage evidence manifest, v1.
+
+    Check: :func:`validate` (schema, contract rules, self-address) with the store settings.
+    Write, in this order: rendered content (stored, or supplied with the command and matched by
+    SHA-256; its size and bytes/max), refs whose text carries their digest, then one binding
+    per item ``ref -> digest`` (namespace ``manifest.item-ref``, first write wins). The artifact
+    gets an edge ``content`` to the content blob and the lookup attribute ``manifest_ref``.
+
+    In validate mode (``evstore validate``) absent content cannot be checked: it is recorded as
+    a ``manifest.content-missing`` warning instead of a fault, so upstream fixtures, whose
+    content is not public, validate. Ingest and audit require the content.
+    """
+
+    name = "manifest"
+    contract_version = "v1"
+
+    def detect(self, doc: Any) -> bool:
+        """See :func:`detect`."""
+        return detect(doc)
+
+    def check(self, doc: Any, txn: Txn) -> list[EvstoreError]:
+        """Every fault of ``doc`` before bindings (:func:`validate` with ``txn.settings``)."""
+        return validate(doc, txn.settings)[0]
+
+    def _content(self, doc: Any, txn: Txn, *, read: bool) -> tuple[Any, list[ManifestBindingError]]:
+        """(content blob row or None, content faults). ``read`` re-reads and re-hashes the bytes."""
+        try:
+            expect = content_expectations(doc)
+        except (ManifestError, ManifestBindingError) as err:
+            return None, [err]  # type: ignore[list-item]
+        row = txn.blob_by_sha256(expect["sha256"])
+        if row is None:
+            return None, check_content(doc, None, None)
+        sha, size = row.digest.sha256, row.digest.size
+        if read:
+            data = txn.read_blob(row)  # CorruptionError propagates: the bytes are not served
+            sha, size = sha256_hex(data), len(data)
+        return row, check_content(doc, sha, size)
+
+    def write(self, doc: Any, canonical: bytes, txn: Txn) -> ArtifactResult:
+        """Bind content and item refs, then store the manifest (see the class docstring).
+
+        Raises:
+            ManifestBindingError: in ingest mode, the first binding fault (the transaction
+                rolls back); collected through ``txn.fault`` in validate mode.
+        """
+        address = blake3_hex(canonical)
+        notes: list[Warning_] = []
+        row, faults = self._content(doc, txn, read=False)
+        for fault in faults:
+            if fault.code == CONTENT_MISSING and txn.mode == "validate":
+                notes.append(Warning_(fault.code, fault.message + "; not checked", fault.pointer))
+            else:
+                txn.fault(fault)
+        for fault in check_ref_self_digest(doc):
+            txn.fault(fault)
+        for pointer, ref, digest in item_ref_digests(doc):
+            txn.bind(REF_NAMESPACE, ref, digest, _rebound(ref, digest, pointer), origin=address)
+        _, phase_notes = _phase_faults(doc, txn.settings)
+        notes = [Warning_(w["code"], w["message"], w["pointer"]) for w in phase_notes] + notes
+        edges = [(CONTENT_EDGE, row.digest.blake3)] if row is not None else []
+        ref = doc.get("manifest/ref")
+        attrs = [(FIND_ATTR, ref)] if isinstance(ref, str) else []
+        return txn.put_artifact(
+            self.name, self.contract_version, canonical, edges=edges, attrs=attrs, warnings=notes
+        )
+
+    def audit(self, doc: Any, address: str, txn: Txn) -> list[EvstoreError]:
+        """Re-verify a stored manifest for ``evstore check``.
+
+        Schema, contract rules and self-address as at ingest, except that a revision-2 phase is
+        not a fault (the manifest was accepted with a recorded warning); then the content
+        (present, bytes re-read and re-hashed, size, limit), refs carrying their digest, and
+        the item ref bindings (compared, never written) and the ``content`` edge.
+
+        Returns:
+            The faults found; binding conflicts arrive through ``txn.faults``.
+        """
+        settings = {**txn.settings, SETTING_ACCEPT_UNVERIFIED_PHASE: True}
+        faults: list[EvstoreError] = list(validate(doc, settings)[0])
+        if not detect(doc) or faults:
+            return faults
+        row, content_faults = self._content(doc, txn, read=True)
+        faults += content_faults
+        faults += check_ref_self_digest(doc)
+        for pointer, ref, digest in item_ref_digests(doc):
+            txn.bind(REF_NAMESPACE, ref, digest, _rebound(ref, digest, pointer))
+        if row is not None and (CONTENT_EDGE, row.digest.blake3) not in txn.edges_from(address):
+            faults.append(
+                CorruptionError(
+                    "the stored manifest has no content edge to its rendered content",
+                    code=CONTENT_EDGE_MISSING,
+                    rule=RULES[CONTENT_EDGE_MISSING],
+                    pointer="/content~1ref",
+                    details={"content": "blake3:" + row.digest.blake3},
+                )
+            )
+        return faults
+
+
+class ManifestOps:
+    """``store.manifests``: orbidocs manifest operations on one :class:`~evstore.Store`."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def ingest(
+        self, manifest: bytes, content: bytes | None = None, *, name: str = "-"
+    ) -> ArtifactResult:
+        """Ingest one manifest with (optionally) its rendered content, in one transaction.
+
+        Args:
+            manifest: the manifest's JSON bytes.
+            content: the rendered content bytes, unless already stored.
+            name: shown in errors as the input's path.
+
+        Returns:
+            The stored manifest's :class:`~evstore.artifacts.ArtifactResult`.
+
+        Raises:
+            JSONFormError, ManifestError, ManifestBindingError: the first fault; nothing is
+                written.
+        """
+        from .api import Document
+
+        supplied = [content] if content is not None else []
+        report = self.store.ingest(
+            [Document(manifest, name=name, kind="manifest")], supplied=supplied
+        )
+        return report.results[0]
+
+    def validate(self, manifest: bytes, content: bytes | None = None, *, name: str = "-") -> Any:
+        """Every fault of one manifest against the store as it is; writes nothing.
+
+        Returns:
+            The :class:`~evstore.api.IngestReport` (``faults``, and ``results`` with warnings).
+        """
+        from .api import Document
+
+        supplied = [content] if content is not None else []
+        return self.store.validate(
+            [Document(manifest, name=name, kind="manifest")], supplied=supplied
+        )
+
+    def find(self, manifest_ref: str) -> list[Any]:
+        """Stored manifests with this ``manifest/ref``, as ArtifactInfo, oldest first."""
+        return self.store.find(FIND_ATTR, manifest_ref, kind=ManifestKind.name)
+
+    def load(self, manifest_ref: str) -> dict[str, Any]:
+        """The stored manifest with this ``manifest/ref``, parsed.
+
+        Raises:
+            NotFound: ``not-found.artifact`` when no manifest has that ref.
+        """
+        found = self.find(manifest_ref)
+        if not found:
+            raise NotFound(
+                f"no manifest with manifest/ref {manifest_ref!r}",
+                code="not-found.artifact",
+                details={"manifest_ref": manifest_ref},
+            )
+        return self.store.load(found[0].address)
+
+    def content(self, manifest_ref: str) -> bytes:
+        """The rendered content of the stored manifest with this ``manifest/ref``, verified.
+
+        Raises:
+            NotFound: ``not-found.artifact`` (no such manifest) or ``not-found.blob``.
+            CorruptionError: the stored bytes do not match their address.
+        """
+        return self.store.get(self.load(manifest_ref)["content/ref"])

@@ -141,7 +141,9 @@ class Txn:
 
     def has_artifact(self, address: str, kind: str | None = None) -> bool:
         """True when ``address`` (64 hex) is stored as an artifact (of ``kind``)."""
-        q = sa.select(artifacts.c.kind).where(artifacts.c.address == address.removeprefix("blake3:"))
+        q = sa.select(artifacts.c.kind).where(
+            artifacts.c.address == address.removeprefix("blake3:")
+        )
         if kind is not None:
             q = q.where(artifacts.c.kind == kind)
         return self.conn.execute(q.limit(1)).first() is not None
@@ -151,7 +153,9 @@ class Txn:
         return [
             (r.role, r.dst)
             for r in self.conn.execute(
-                sa.select(edges.c.role, edges.c.dst).where(edges.c.src == address.removeprefix("blake3:"))
+                sa.select(edges.c.role, edges.c.dst).where(
+                    edges.c.src == address.removeprefix("blake3:")
+                )
             )
         ]
 
@@ -159,6 +163,34 @@ class Txn:
     def binding(self, namespace: str, key: str) -> str | None:
         """The value bound to ``(namespace, key)``, or None."""
         return _bindings.lookup_binding(self.conn, namespace, key)
+
+    def bind_many(
+        self,
+        namespace: str,
+        pairs: Sequence[tuple[str, str]],
+        on_conflict: Callable[[int, str], EvstoreError],
+        origin: str = "",
+    ) -> list[bool]:
+        """:meth:`bind` for many ``(key, value)`` pairs at once (one lookup, one insert).
+
+        ``on_conflict(index, existing_value)`` builds the fault for pair ``index``; faults are
+        reported in pair order. Returns, per pair, whether this call made the binding.
+        """
+        if self.mode == "audit":
+            for i, (key, value) in enumerate(pairs):
+                existing = self.binding(namespace, key)
+                if existing is not None and existing != value:
+                    self.fault(on_conflict(i, existing))
+            return [False] * len(pairs)
+        results = _bindings.bind_many(self.conn, namespace, pairs, origin.removeprefix("blake3:"))
+        for i, res in enumerate(results):
+            if res.conflict:
+                self.fault(on_conflict(i, res.value))
+        return [r.new for r in results]
+
+    def supplied_sha256s(self) -> list[str]:
+        """SHA-256 hex of every byte string supplied with this command."""
+        return list(self._supplied)
 
     def bind(
         self,
