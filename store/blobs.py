@@ -327,13 +327,23 @@ def put_stream(conn: Connection, stream: BinaryIO | Iterable[bytes]) -> PutResul
     if chunk_set is None:
         return put_bytes(conn, bytes(buf))
     if buf:
-        conn.execute(sa.insert(blob_chunks), {"chunk_set": chunk_set, "seq": seq, "data": bytes(buf)})
+        conn.execute(
+            sa.insert(blob_chunks), {"chunk_set": chunk_set, "seq": seq, "data": bytes(buf)}
+        )
     existing = _existing(conn, [dg.blake3]).get(dg.blake3)
     if existing is None:
         insert_ignore(
             conn,
             blobs,
-            [{"address": dg.blake3, "sha256": dg.sha256, "size": dg.size, "data": None, "chunk_set": chunk_set}],
+            [
+                {
+                    "address": dg.blake3,
+                    "sha256": dg.sha256,
+                    "size": dg.size,
+                    "data": None,
+                    "chunk_set": chunk_set,
+                }
+            ],
         )
         # A concurrent writer may have won; keep whichever row landed and drop spare chunks.
         landed = _existing(conn, [dg.blake3])[dg.blake3]
@@ -345,7 +355,9 @@ def put_stream(conn: Connection, stream: BinaryIO | Iterable[bytes]) -> PutResul
         conn.execute(sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == chunk_set))
     else:  # repair: point the row at the fresh chunks
         if existing.chunk_set is not None:
-            conn.execute(sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == existing.chunk_set))
+            conn.execute(
+                sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == existing.chunk_set)
+            )
         conn.execute(
             sa.update(blobs)
             .where(blobs.c.address == dg.blake3)

@@ -60,7 +60,9 @@ def normalize_url(url: str) -> str:
 
 def translate(exc: BaseException, url: str = "") -> StoreStateError:
     """Turn a SQLAlchemy or driver exception into an evstore :class:`StoreStateError`."""
-    text = str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc) else type(exc).__name__
+    text = (
+        str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc) else type(exc).__name__
+    )
     if "database is locked" in text or "could not serialize" in text or "deadlock" in text:
         return StoreStateError(f"store busy: {text}", code="store.busy")
     if isinstance(exc, OperationalError):
@@ -218,7 +220,9 @@ class Database:
         if state.current != state.head:
             from alembic.script import ScriptDirectory
 
-            known = {r.revision for r in ScriptDirectory.from_config(_alembic_config()).walk_revisions()}
+            known = {
+                r.revision for r in ScriptDirectory.from_config(_alembic_config()).walk_revisions()
+            }
             if state.current in known:
                 raise StoreStateError(
                     f"the store's schema ({state.current}) is behind this evstore ({state.head});"

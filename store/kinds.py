@@ -152,7 +152,9 @@ def get_handler(name: str) -> Any:
     try:
         cls = getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError):
-        raise InputError(f"kind {name!r} is not available in this build", code="kind.unknown") from None
+        raise InputError(
+            f"kind {name!r} is not available in this build", code="kind.unknown"
+        ) from None
     handler = cls()
     _cache[name] = handler
     return handler

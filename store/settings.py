@@ -107,15 +107,10 @@ def parse_setting_value(name: str, text: str) -> Any:
             return [p.strip() for p in t.split(",") if p.strip()]
     elif s.type is str:
         return t
-    raise InputError(
-        f"setting {name} takes a {s.type.__name__}, not {text!r}", code="config.value"
-    )
+    raise InputError(f"setting {name} takes a {s.type.__name__}, not {text!r}", code="config.value")
 
 
 def write_setting(conn: Connection, name: str, value: Any) -> None:
     """Store a setting's value (already parsed to its type)."""
     conn.execute(sa.delete(settings_table).where(settings_table.c.name == name))
     conn.execute(sa.insert(settings_table), {"name": name, "value": json.dumps(value)})
-
-
-
