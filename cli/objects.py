@@ -207,6 +207,9 @@ def register(cli: click.Group) -> None:
                 click.echo(f"{f.path or '-'}: {f.code} at {f.pointer or '/'}: {f.message}")
                 if f.rule:
                     click.echo(f"  rule: {f.rule}")
+            for res in r.results:
+                for w in res.warnings:
+                    click.echo(f"warning: {res.kind} {w.code} at {w.pointer or '/'}: {w.message}")
             if r.ok:
                 click.echo(f"valid: {r.documents} document(s)")
 
