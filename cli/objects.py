@@ -302,6 +302,8 @@ def register(cli: click.Group) -> None:
         if len(crit) != 1:
             raise click.UsageError("give exactly one criterion")
         name, value = crit[0]
+        if name == "package_id":
+            value = value.lower()  # UUIDs compare case-insensitively (docs/packages.md)
         with open_store(ctx) as store:
             found = store.find(name, value, kind=kind)
             rows = []

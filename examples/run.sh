@@ -15,6 +15,10 @@ evstore ingest "$EX"/json/*.json
 echo "== corpus passage evidence manifest (orbidocs v1) with its rendered content"
 evstore ingest --content "$EX"/manifests/rendered-evidence.md "$EX"/manifests/manifest.json
 
+echo "== insonic answer evidence packages (packages before the envelope that cites them)"
+evstore ingest "$EX"/packages/*.json
+evstore export 7d3e9f10-2a4b-4c6d-8e0f-1a2b3c4d5e6f
+
 # @@AREAS@@
 
 echo "== all artifacts"

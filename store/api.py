@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 import sqlalchemy as sa
 
 from . import blobs as _blobs
-from .artifacts import ArtifactInfo, ArtifactResult, artifact_kinds, warnings_of
+from .artifacts import ArtifactInfo, ArtifactResult, artifact_kinds, iso_utc, warnings_of
 from .canonical import dumps, loads, loads_canonical
 from .db import Database
 from .digests import Digest
@@ -225,7 +225,7 @@ class Store:
             out: dict[str, Any] = row.digest.forms()
             out["stored"] = "chunked" if row.chunk_set is not None else "inline"
             out["artifacts"] = [
-                {"kind": k, "contract_version": v, "accepted_at": _iso(t)}
+                {"kind": k, "contract_version": v, "accepted_at": iso_utc(t)}
                 for k, v, t in artifact_kinds(conn, row.digest.blake3)
             ]
             warns = warnings_of(conn, row.digest.blake3)
@@ -555,13 +555,9 @@ class Store:
         return RunOps(self)
 
 
-def _iso(t: Any) -> str:
-    return t.isoformat() if hasattr(t, "isoformat") else str(t)
-
-
 def _info(r: Any) -> ArtifactInfo:
     return ArtifactInfo(
-        "blake3:" + r.address, r.kind, r.contract_version, _iso(r.accepted_at), int(r.size)
+        "blake3:" + r.address, r.kind, r.contract_version, iso_utc(r.accepted_at), int(r.size)
     )
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "ArtifactResult",
     "Warning_",
     "artifact_kinds",
+    "iso_utc",
     "put_artifact",
     "warnings_of",
 ]
@@ -177,3 +178,18 @@ def warnings_of(conn: Connection, address: str) -> list[Warning_]:
             .order_by(warnings.c.code, warnings.c.pointer)
         )
     ]
+
+
+def iso_utc(t: Any) -> str:
+    """An ``accepted_at`` value as ISO 8601 in UTC.
+
+    SQLite's CURRENT_TIMESTAMP is UTC written without an offset; PostgreSQL returns an aware
+    datetime. Both come out as ``YYYY-MM-DDTHH:MM:SS+00:00``.
+    """
+    import datetime as _dt
+
+    if isinstance(t, _dt.datetime):
+        if t.tzinfo is None:
+            t = t.replace(tzinfo=_dt.UTC)
+        return t.astimezone(_dt.UTC).isoformat()
+    return str(t)

@@ -1,12 +1,16 @@
-"""The semantic rules of insonic answer evidence 1.3.0: what its JSON Schema cannot say.
+"""The rules of insonic answer evidence 1.3.0, pure (no database): schema and semantics.
 
-Pure functions over parsed documents, used by :mod:`evstore.packages` (which owns the error
-classes, the schema and the public API). Each rule yields faults as
-``(code, pointer, message, details)`` tuples; the caller turns them into errors.
+Used by :mod:`evstore.packages`, which owns the error classes, the public API and the store
+integration. Every rule reports faults as ``(code, pointer, message, details)`` tuples
+(:data:`Fault`); the caller turns them into errors. :data:`CODE_TABLE` gives each code the
+section of the published schema that states or implies it, and a one-line meaning.
 
-The rules run even on structurally faulty documents (the caller reports schema faults
-first), so every accessor here tolerates a wrong type by skipping the part it cannot read:
-a missing or malformed member is the schema's fault to report, never a crash here.
+Structure is judged by evstore's own schema (``schemas/insonic-answer-evidence-1.3.0.schema.json``)
+with jsonschema-rs: draft 2020-12, formats asserted, offline (every ``$ref`` is internal).
+
+The semantic rules run even on structurally faulty documents (the caller reports schema
+faults first), so every accessor here tolerates a wrong type by skipping the part it cannot
+read: a missing or malformed member is the schema's fault to report, never a crash here.
 
 Decimal strings (``start_us``, ``recording_revision``...) are read with :func:`decimal_value`,
 which accepts ASCII digits only and returns an exact ``int``: ``int()`` alone would also take
@@ -18,11 +22,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
+from functools import cache
+from importlib import resources
+from types import MappingProxyType
 from typing import Any
+
+import jsonschema_rs
 
 from .errors import join_pointer
 
 __all__ = [
+    "CODE_BINDING_MISSING",
     "CODE_CITATION_QUOTE",
     "CODE_CITATION_REFERENCE",
     "CODE_CITATION_UNKNOWN_EVIDENCE",
@@ -46,23 +56,52 @@ __all__ = [
     "CODE_NODE_TEXT_LEVEL",
     "CODE_NODE_TEXT_PREFIX",
     "CODE_NODE_TEXT_SOURCES",
+    "CODE_PACKAGE_EDGE",
     "CODE_PACKAGE_SCHEMA",
     "CODE_REQUEST_INTERVAL_ORDER",
     "CODE_REQUEST_SCHEMA",
     "CODE_REVISION_CONFLICT",
+    "CODE_TABLE",
     "CODE_UNKNOWN_PACKAGE",
+    "CONTRACT",
     "Fault",
+    "MAX_SCHEMA_FAULTS",
+    "SCHEMA_FILE",
+    "budget_default",
     "context_fixed_point",
+    "context_size_faults",
     "decimal_value",
     "effective_item_budget",
     "envelope_faults",
     "json_equal",
+    "load_schema",
     "measure_context",
     "package_faults",
     "request_faults",
     "revision_bindings",
     "revision_conflict_faults",
+    "schema_faults",
+    "validator",
 ]
+
+#: Contract name used in ``rule`` (the published file's name without ``.schema.json``).
+CONTRACT = "insonic-answer-evidence-1.3.0"
+#: File name of evstore's own schema under ``store/schemas``.
+SCHEMA_FILE = "insonic-answer-evidence-1.3.0.schema.json"
+#: At most this many structural faults are listed per document; a 100 000-element array of
+#: wrong values would otherwise cost seconds and megabytes to report. One more fault at ""
+#: (details ``truncated``) says the list was cut.
+MAX_SCHEMA_FAULTS = 256
+# Messages from jsonschema-rs quote the offending instance, which may be megabytes long.
+_MAX_MESSAGE = 400
+# Which subschema of our schema judges which document.
+_PARTS = {
+    "package": "#/$defs/package",
+    "request": "#/$defs/request",
+    "envelope": "#/$defs/envelope",
+    "claim": "#/$defs/claim",
+    "citation": "#/$defs/citation",
+}
 
 # Structure (raised by evstore.packages from jsonschema-rs faults):
 CODE_PACKAGE_SCHEMA = "package.schema"
@@ -96,6 +135,124 @@ CODE_CITATION_REFERENCE = "envelope.citation-reference"
 CODE_REVISION_CONFLICT = "package.revision-conflict"
 CODE_ID_REUSE = "package.id-reuse"
 CODE_UNKNOWN_PACKAGE = "envelope.unknown-package"
+# Store consistency, found by `evstore check` (CorruptionError):
+CODE_BINDING_MISSING = "package.binding-missing"
+CODE_PACKAGE_EDGE = "envelope.package-edge"
+
+#: code -> (section of the published schema that states or implies the rule, meaning).
+CODE_TABLE: dict[str, tuple[str, str]] = {
+    CODE_PACKAGE_SCHEMA: ("", "the package breaks a structural rule of the schema"),
+    CODE_REQUEST_SCHEMA: ("/$defs/request", "the request breaks a structural rule of the schema"),
+    CODE_ENVELOPE_SCHEMA: (
+        "/$defs/envelope",
+        "the answer envelope breaks a structural rule of the schema (claims included)",
+    ),
+    CODE_ITEM_ID_DUPLICATE: ("/$defs/item/properties/id", "two items share one id"),
+    CODE_CONFLICT_UNKNOWN_EVIDENCE: (
+        "/$defs/conflict/properties/evidence_ids",
+        "a conflict names an evidence id that is not an item of the package",
+    ),
+    CODE_NODE_SOURCE_UNKNOWN: (
+        "/$defs/contextNode/properties/sources",
+        "a context node names a source that is not an item of the package",
+    ),
+    CODE_NODE_ID_DUPLICATE: ("/$defs/contextNode/properties/id", "two context nodes share one id"),
+    CODE_NODE_PARENT_UNKNOWN: (
+        "/$defs/contextNode/properties/parent",
+        "a context node's parent names no node of the context",
+    ),
+    CODE_NODE_PARENT_CYCLE: (
+        "/$defs/contextNode/properties/parent",
+        "context node parents form a cycle (a node that is its own parent included)",
+    ),
+    CODE_NODE_TEXT_LEVEL: (
+        "/$defs/contextNode",
+        "a context node that is not cue-level carries text",
+    ),
+    CODE_NODE_TEXT_SOURCES: (
+        "/$defs/contextNode/properties/text",
+        "a cue node with text does not have exactly one source",
+    ),
+    CODE_NODE_TEXT_PREFIX: (
+        "/$defs/contextNode/properties/text",
+        "a cue node's text is not a prefix of its source item's text",
+    ),
+    CODE_INTERVAL_ORDER: (
+        "/$defs/interval/properties/end_us",
+        "a source interval in the package does not end after it starts",
+    ),
+    CODE_CONTEXT_QUESTION: (
+        "/$defs/context/properties/question",
+        "context.question differs from request.question",
+    ),
+    CODE_CONTEXT_OMITTED: (
+        "/$defs/context/properties/omitted",
+        "context.omitted exceeds the number of items",
+    ),
+    CODE_ITEM_BUDGET: (
+        "/$defs/budget/properties/items",
+        "the package has more items than the request's effective item budget",
+    ),
+    CODE_INDEPENDENT_FAMILIES: (
+        "/properties/independent_families",
+        "independent_families exceeds the number of distinct item families",
+    ),
+    CODE_CONTEXT_BYTES: (
+        "/$defs/context/properties/bytes",
+        "context.bytes is not the UTF-8 size of the compact context JSON (warning unless strict)",
+    ),
+    CODE_CONTEXT_TOKENS: (
+        "/$defs/context/properties/tokens",
+        "context.tokens differs from context.bytes under utf8-byte-upper-bound "
+        "(warning unless strict)",
+    ),
+    CODE_REQUEST_INTERVAL_ORDER: (
+        "/$defs/interval/properties/end_us",
+        "the request's source interval does not end after it starts",
+    ),
+    CODE_ENVELOPE_INTERVAL_ORDER: (
+        "/$defs/interval/properties/end_us",
+        "a citation's source interval does not end after it starts",
+    ),
+    CODE_ENVELOPE_PACKAGE_MISMATCH: (
+        "/$defs/envelope/properties/package_id",
+        "the envelope's package_id is not the id of the package it is checked against",
+    ),
+    CODE_CITATION_UNKNOWN_EVIDENCE: (
+        "/$defs/citation/properties/evidence_id",
+        "a citation names an evidence id that is not an item of the package",
+    ),
+    CODE_CITATION_QUOTE: (
+        "/$defs/citation/properties/quote",
+        "a citation's quote is not an exact substring of the cited item's text",
+    ),
+    CODE_CITATION_REFERENCE: (
+        "/$defs/citation/properties/reference",
+        "a citation's reference differs from the cited item's reference",
+    ),
+    CODE_REVISION_CONFLICT: (
+        "/$defs/reference/properties/recording_revision",
+        "one (workspace_id, recording_id, recording_revision) is bound to other digests "
+        "(by another item of the package, or by an earlier accepted package)",
+    ),
+    CODE_ID_REUSE: (
+        "/properties/id",
+        "a different package is already stored under this package id",
+    ),
+    CODE_BINDING_MISSING: (
+        "/$defs/reference/properties/recording_revision",
+        "(check) a stored package's id or recording revision binding row is missing",
+    ),
+    CODE_PACKAGE_EDGE: (
+        "/$defs/envelope/properties/package_id",
+        "(check) a stored envelope has no package edge to the package it cites",
+    ),
+    CODE_UNKNOWN_PACKAGE: (
+        "/$defs/envelope/properties/package_id",
+        "the envelope's package_id names no stored package",
+    ),
+}
+
 
 #: ``(code, pointer, message, details)``
 Fault = tuple[str, str, str, dict[str, Any] | None]
@@ -105,6 +262,113 @@ _KEY_FIELDS = ("workspace_id", "recording_id", "recording_revision")
 _VALUE_FIELDS = ("document_digest", "source_digest", "source_map_digest", "identity_digest")
 # A quoted value in a message is cut here; the full value is in the document at the pointer.
 _SHOW = 80
+
+
+# --------------------------------------------------------------------------- schema
+
+
+@cache
+def _schema_text() -> str:
+    return resources.files(__package__).joinpath("schemas", SCHEMA_FILE).read_text("utf-8")
+
+
+def load_schema() -> dict[str, Any]:
+    """Return evstore's own schema for the contract, parsed (a fresh copy each call).
+
+    Returns:
+        The JSON Schema 2020-12 document; the root validates a package, and ``$defs`` has
+        ``request``, ``envelope``, ``claim``, ``citation`` among others.
+    """
+    return json.loads(_schema_text())
+
+
+@cache
+def _validators() -> Mapping[str, jsonschema_rs.Validator]:
+    # offline=True: every $ref is internal ("#/$defs/..."); a network fetch would be a bug.
+    vmap = jsonschema_rs.validator_map_for(
+        json.loads(_schema_text()), validate_formats=True, offline=True
+    )
+    return MappingProxyType({part: vmap[pointer] for part, pointer in _PARTS.items()})
+
+
+def validator(part: str) -> jsonschema_rs.Validator:
+    """The compiled validator of one part: package, request, envelope, claim or citation."""
+    return _validators()[part]
+
+
+def _sort_key(path: list[str | int]) -> tuple[tuple[int, int | str], ...]:
+    # Array indexes compare as numbers, so /items/2 comes before /items/10.
+    return tuple((0, t) if isinstance(t, int) else (1, t) for t in path)
+
+
+def schema_faults(part: str, doc: Any, code: str) -> list[Fault]:
+    """Structural faults of ``doc`` as the ``part`` subschema judges it, ordered by pointer.
+
+    Args:
+        part: ``package``, ``request``, ``envelope``, ``claim`` or ``citation``.
+        doc: the parsed document.
+        code: the code every fault gets (``package.schema``...).
+
+    Returns:
+        Faults at the instance pointer, with details ``keyword`` (``required``,
+        ``pattern``...), ``schema_path`` (in our schema) and small facts (missing or
+        unexpected names, limits, patterns, formats); at most :data:`MAX_SCHEMA_FAULTS`, then
+        one fault at ``""`` with ``details["truncated"]``.
+    """
+    check = validator(part)
+    # is_valid stops at the first fault and builds no error objects; iter_errors builds
+    # all of them up front (about 20 us each), so take the fast path for the usual case.
+    if check.is_valid(doc):
+        return []
+    found = []
+    truncated = False
+    for e in check.iter_errors(doc):
+        if len(found) == MAX_SCHEMA_FAULTS:
+            truncated = True
+            break
+        message = e.message
+        if len(message) > _MAX_MESSAGE:
+            message = message[:_MAX_MESSAGE] + "..."
+        details: dict[str, Any] = {
+            "keyword": e.kind.name,
+            "schema_path": join_pointer("", *e.schema_path),
+        }
+        extra = e.kind.as_dict()
+        # Only the small facts; enum and const values are in the schema already.
+        for key in ("property", "unexpected", "limit", "pattern", "format", "types"):
+            if key in extra:
+                details[key] = extra[key]
+        pointer = join_pointer("", *e.instance_path)
+        found.append(
+            (_sort_key(list(e.instance_path)), e.kind.name, (code, pointer, message, details))
+        )
+    found.sort(key=lambda f: (f[0], f[1]))
+    faults: list[Fault] = [f[2] for f in found]
+    if truncated:
+        faults.append(
+            (
+                code,
+                "",
+                f"more structural faults than the {MAX_SCHEMA_FAULTS} listed; fix these first",
+                {"truncated": True, "limit": MAX_SCHEMA_FAULTS},
+            )
+        )
+    return faults
+
+
+@cache
+def _budget_defaults() -> Mapping[str, int]:
+    props = json.loads(_schema_text())["$defs"]["budget"]["properties"]
+    return MappingProxyType({k: v["default"] for k, v in props.items()})
+
+
+def budget_default(name: str) -> int:
+    """The schema's default for one request budget limit (``items`` -> 128).
+
+    Raises:
+        KeyError: ``name`` is not a member of ``$defs/budget``.
+    """
+    return int(_budget_defaults()[name])
 
 
 # --------------------------------------------------------------------------- readers
@@ -177,10 +441,18 @@ def _item_index(items: list[Any]) -> dict[str, int]:
     return index
 
 
-def effective_item_budget(request: Any, default: int) -> int:
-    """``request.budget.items`` when a positive integer, else ``default`` (absent or 0)."""
+def effective_item_budget(request: Any) -> int:
+    """The number of items a package prepared for ``request`` may hold.
+
+    Args:
+        request: the package's ``request`` object (malformed values count as absent).
+
+    Returns:
+        ``request.budget.items`` when it is a positive integer, else the schema default (128):
+        the contract says an omitted or zero limit uses the default.
+    """
     limit = _int(_obj(_obj(request).get("budget")).get("items"))
-    return limit if limit is not None and limit > 0 else default
+    return limit if limit is not None and limit > 0 else budget_default("items")
 
 
 # --------------------------------------------------------------------------- shared rules
@@ -335,7 +607,7 @@ def _cycles(nodes: list[Any], parent_of: list[int | None]) -> Iterator[Fault]:
             state[n] = 2
 
 
-def _count_rules(doc: dict[str, Any], items: list[Any], default_items: int) -> Iterator[Fault]:
+def _count_rules(doc: dict[str, Any], items: list[Any]) -> Iterator[Fault]:
     request = _obj(doc.get("request"))
     context = _obj(doc.get("context"))
     asked, shown = request.get("question"), context.get("question")
@@ -355,7 +627,7 @@ def _count_rules(doc: dict[str, Any], items: list[Any], default_items: int) -> I
             {"omitted": omitted, "items": len(items)},
         )
     if isinstance(doc.get("items"), list):
-        budget = effective_item_budget(request, default_items)
+        budget = effective_item_budget(request)
         if len(items) > budget:
             yield (
                 CODE_ITEM_BUDGET,
@@ -404,7 +676,18 @@ def context_fixed_point(context: dict[str, Any]) -> int | None:
     return None
 
 
-def _size_rules(doc: dict[str, Any]) -> Iterator[Fault]:
+def context_size_faults(doc: Any) -> list[Fault]:
+    """``package.context-bytes`` / ``package.context-tokens`` faults of a package.
+
+    ``context.bytes`` must equal :func:`measure_context` of the context with its values as
+    given (a fixed point: the claimed value is inside what is measured), and under
+    ``utf8-byte-upper-bound`` ``tokens`` must equal ``bytes``. The caller decides whether
+    these are warnings or errors (``packages.strict_context_bytes``).
+    """
+    return list(_context_size(doc)) if isinstance(doc, dict) else []
+
+
+def _context_size(doc: dict[str, Any]) -> Iterator[Fault]:
     context = doc.get("context")
     if not isinstance(context, dict):
         return
@@ -442,12 +725,11 @@ def _size_rules(doc: dict[str, Any]) -> Iterator[Fault]:
         )
 
 
-def package_faults(doc: Any, default_items: int) -> tuple[list[Fault], list[Fault]]:
+def package_faults(doc: Any) -> tuple[list[Fault], list[Fault]]:
     """All semantic faults of a package.
 
     Args:
         doc: the parsed package.
-        default_items: the schema's default item budget.
 
     Returns:
         ``(hard, soft)``: hard faults always reject; soft ones are the context size rules
@@ -460,9 +742,9 @@ def package_faults(doc: Any, default_items: int) -> tuple[list[Fault], list[Faul
     ids = _item_index(items)
     hard = list(_item_rules(doc, items, ids))
     hard += _node_rules(_arr(_obj(doc.get("context")).get("nodes")), items, ids)
-    hard += _count_rules(doc, items, default_items)
+    hard += _count_rules(doc, items)
     hard += revision_conflict_faults(doc)
-    return hard, list(_size_rules(doc))
+    return hard, context_size_faults(doc)
 
 
 # --------------------------------------------------------------------------- bindings
