@@ -532,14 +532,16 @@ class PackageKind:
         pid = doc.get("id")
         if isinstance(pid, str):
             txn.bind(ID_NAMESPACE, pid.lower(), address, _id_reuse(txn, pid, address), address)
-        for key, (pointer, value) in _revision_keys(doc).items():
-            txn.bind(
-                REVISION_NAMESPACE,
-                _key_text(key),
-                _value_text(value),
-                _revision_conflict(txn, pointer, key, value),
-                address,
-            )
+        revisions = list(_revision_keys(doc).items())
+        # One lookup and one insert for all revisions of the package (Txn.bind_many).
+        txn.bind_many(
+            REVISION_NAMESPACE,
+            [(_key_text(key), _value_text(value)) for key, (_pointer, value) in revisions],
+            lambda i, existing: _revision_conflict(
+                txn, revisions[i][1][0], revisions[i][0], revisions[i][1][1]
+            )(existing),
+            address,
+        )
 
     def write(self, doc: Any, canonical: bytes, txn: Txn) -> ArtifactResult:
         """Bind the id and the recording revisions, then store (see the class docstring).
