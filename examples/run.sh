@@ -19,6 +19,18 @@ echo "== insonic answer evidence packages (packages before the envelope that cit
 evstore ingest "$EX"/packages/*.json
 evstore export 7d3e9f10-2a4b-4c6d-8e0f-1a2b3c4d5e6f
 
+echo "== a run's JSON bundle (evidence context, fragments with sources, manifest, package) as one run record"
+RUN=$(evstore --json ingest-bundle "$EX"/bundle | python3 -c 'import json,sys;print(json.load(sys.stdin)["run"]["address"])')
+echo "run record: $RUN"
+evstore runs
+echo "== closure of the run record (each piece verified on read)"
+evstore closure "$RUN"
+echo "== lineage: what refers to the bundle's source document"
+SRC=$(evstore --json find --attr source_id=session-alpha --kind source-document | python3 -c 'import json,sys;print(json.load(sys.stdin)["artifacts"][0]["address"])')
+evstore refs --all "$SRC"
+echo "== recompute an excerpt from the stored source document"
+evstore excerpt "$SRC" --ref 31:31 --ref 33:33 --window 1; echo
+
 # @@AREAS@@
 
 echo "== all artifacts"

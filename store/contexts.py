@@ -1,10 +1,12 @@
 """Notarius v1 published evidence contexts and evstore's generic source documents.
 
 This module owns every rule of ``notarius-evidence-context-v1`` and every ``context.*``
-error code. All functions are pure: no database, no files, no canonical bytes. They take
-values produced by the strict JSON reader (``canonical.loads``) and return or raise typed
+error code. The rules are pure functions (no database, no files): they take values produced
+by the strict JSON reader (``canonical.loads``) and return or raise typed
 :class:`ContextError` faults, each with a stable code, the contract section (``rule``) and an
-RFC 6901 pointer.
+RFC 6901 pointer. At the end, the store integration: the kind handlers
+:class:`EvidenceContextKind` and :class:`SourceDocumentKind`, and :class:`ContextOps`
+(``store.contexts``).
 
 Terms:
     unit: a generic source unit, a JSON object with exactly ``id`` (a JSON integer),
@@ -28,28 +30,42 @@ source document) and :func:`select_excerpt` (the producer's selection rule).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Container, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from .errors import ContractError, join_pointer
+from . import blobs
+from .artifacts import ArtifactResult
+from .canonical import loads
+from .errors import ContractError, EvstoreError, InputError, NotFound, join_pointer
+from .refs import parse_ref
+from .txn import Txn
+
+if TYPE_CHECKING:
+    from .api import Store
 
 __all__ = [
     "CODES",
+    "ContextError",
+    "ContextOps",
     "DESCRIPTOR_KEYS",
     "EVIDENCE_CONTEXT_DESCRIPTOR",
+    "EvidenceContextKind",
     "INDEX_KEY",
     "REF_FIELDS",
     "SOURCE_DOCUMENT_DESCRIPTOR",
+    "SourceDocumentKind",
     "UNIT_FIELDS",
     "UNIT_OPTIONAL_FIELDS",
-    "ContextError",
     "check_against_source",
     "check_descriptor",
     "check_index",
     "detect",
+    "load_source_document",
     "looks_like_units",
     "select_excerpt",
+    "source_id_of",
     "validate_payload",
     "validate_source_document",
 ]
@@ -122,45 +138,35 @@ _DESCRIPTOR_CODES: Final[Mapping[str, str]] = MappingProxyType(
     }
 )
 
-#: Every code this module raises, with its meaning (for docs/errors.md and uniqueness tests).
-CODES: Final[Mapping[str, str]] = MappingProxyType(
-    {
-        "context.descriptor-shape": "descriptor is not an object, or has a member other than "
-        "the six DESCRIPTOR_KEYS",
-        "context.descriptor-kind": "descriptor artifact_kind is missing or not the contract value",
-        "context.descriptor-media-type": "descriptor media_type is missing or not the contract "
-        "value",
-        "context.descriptor-schema-id": "descriptor schema_id is missing or not the contract value",
-        "context.descriptor-schema-name": "descriptor schema_name is missing or not the contract "
-        "value",
-        "context.unsupported-version": "descriptor schema_version is missing or not a version "
-        "evstore decodes (v1 only)",
-        "context.descriptor-logical-file": "descriptor logical_file is missing or not the "
-        "contract value (a non-empty string for source documents)",
-        "context.logical-file-missing": "the descriptor's logical file is not in the bundle",
-        "context.payload-not-array": "the payload or source document is not a top-level JSON array",
-        "context.unit-shape": "a unit is not an object, lacks a required member or has an "
-        "unknown fixed member",
-        "context.unit-id": "unit id is not a JSON integer in +-(2^53-1) (booleans and "
-        "fractions rejected)",
-        "context.unit-kind": "unit kind is not a non-empty string",
-        "context.unit-text": "unit text is not a string",
-        "context.unit-metadata": "unit metadata is present but not a JSON object",
-        "context.ref-shape": "ref is not an object with exactly source_id, start_unit_id and "
-        "end_unit_id",
-        "context.ref-source-id": "ref source_id is not a non-empty string",
-        "context.self-ref": "ref start_unit_id or end_unit_id is not the unit's own id",
-        "context.source-mixed": "a unit's source_id differs from the first unit's",
-        "context.unit-duplicate": "a unit id occurs more than once",
-        "context.source-mismatch": "a unit differs from the source document's unit of that id "
-        "(metadata included), or the excerpt is from another source",
-        "context.source-order": "units do not follow the source document's position order",
-        "context.unit-unknown": "a unit id does not occur in the source document",
-        "context.range-unknown": "an excerpt range endpoint is not a unit id of the source "
-        "document",
-        "context.range-order": "an excerpt range starts after its end in source position order",
-    }
-)
+#: Every code this module raises -> its meaning (docs/errors.md is generated from it).
+CODES: Final[dict[str, str]] = {
+    "context.descriptor-shape": "descriptor not an object, or a member outside DESCRIPTOR_KEYS",
+    "context.descriptor-kind": "descriptor artifact_kind missing or not the contract's",
+    "context.descriptor-media-type": "descriptor media_type missing or not the contract's",
+    "context.descriptor-schema-id": "descriptor schema_id missing or not the contract's",
+    "context.descriptor-schema-name": "descriptor schema_name missing or not the contract's",
+    "context.unsupported-version": "descriptor schema_version missing or not v1 (only v1 decodes)",
+    "context.descriptor-logical-file": "descriptor logical_file missing or not the contract's",
+    "context.logical-file-missing": "the descriptor's logical file is not in the bundle",
+    "context.payload-not-array": "payload or source document is not a top-level JSON array",
+    "context.unit-shape": "unit not an object, a required member missing, or an unknown member",
+    "context.unit-id": "unit id not a JSON integer within +-(2^53-1) (no bool, no fraction)",
+    "context.unit-kind": "unit kind not a non-empty string",
+    "context.unit-text": "unit text not a string",
+    "context.unit-metadata": "unit metadata present but not a JSON object",
+    "context.ref-shape": "ref not an object of exactly source_id, start_unit_id, end_unit_id",
+    "context.ref-source-id": "ref source_id not a non-empty string",
+    "context.self-ref": "ref start_unit_id or end_unit_id is not the unit's own id",
+    "context.source-mixed": "a unit's source_id differs from the excerpt's first source_id",
+    "context.unit-duplicate": "a unit id occurs twice (each unit at most once)",
+    "context.source-mismatch": "unit differs from the source document's unit, or another source",
+    "context.source-order": "units not in the source document's position order",
+    "context.unit-unknown": "a unit id that the source document does not contain",
+    "context.range-unknown": "an excerpt range endpoint is not a unit id of the source document",
+    "context.range-order": "an excerpt range starts after its end in source position order",
+    "context.kind-ambiguous": "an array of source units given without --kind (two kinds fit)",
+    "not-found.source-document": "the ref names no stored source-document artifact",
+}
 
 
 class ContextError(ContractError):
@@ -179,6 +185,17 @@ def _err(code: str, pointer: str, message: str, rule: str, **details: Any) -> Co
     return ContextError(message, code=code, rule=rule, pointer=pointer, details=kept or None)
 
 
+class _Faults(list[ContextError]):
+    """A fault list bound to one contract rule, so each check is one short ``add`` line."""
+
+    def __init__(self, rule: str) -> None:
+        super().__init__()
+        self.rule = rule
+
+    def add(self, code: str, pointer: str, message: str, **details: Any) -> None:
+        self.append(_err(code, pointer, message, self.rule, **details))
+
+
 def _is_json_int(value: Any) -> bool:
     # bool is an int subclass in Python but a distinct JSON type; floats such as 10.0 are
     # rejected too: the issue asks for a JSON integer, written without fraction or exponent.
@@ -191,6 +208,29 @@ def _is_json_int(value: Any) -> bool:
 
 def _is_nonempty_str(value: Any) -> bool:
     return isinstance(value, str) and value != ""
+
+
+def _show(value: Any) -> str:
+    """A bounded repr for messages: a fault must not echo a whole document back."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _json_type(value: Any) -> str:
+    for name, types in _JSON_TYPES:
+        if isinstance(value, types):
+            return name
+    return "null" if value is None else type(value).__name__
+
+
+# bool before number: bool is an int subclass.
+_JSON_TYPES: tuple[tuple[str, type | tuple[type, ...]], ...] = (
+    ("boolean", bool),
+    ("number", (int, float)),
+    ("string", str),
+    ("array", list),
+    ("object", dict),
+)
 
 
 # --------------------------------------------------------------------------- descriptors
@@ -209,7 +249,7 @@ def check_descriptor(
     ``logical_file`` of :data:`SOURCE_DOCUMENT_DESCRIPTOR`) must be a non-empty string.
     Only schema version ``v1`` is decodable: when ``schema_version`` differs, the other
     values are not judged (they belong to a schema evstore does not know) and the result is
-    the single ``context.unsupported-version`` fault plus any shape faults.
+    the ``context.unsupported-version`` fault after any shape faults.
 
     Args:
         desc: the descriptor value as parsed from ``index.json``.
@@ -224,65 +264,43 @@ def check_descriptor(
         ``context.descriptor-schema-name``, ``context.unsupported-version``,
         ``context.descriptor-logical-file``.
     """
+    faults = _Faults(_RULE_DISCOVERY)
     if not isinstance(desc, dict):
-        return [
-            _err(
+        faults.add("context.descriptor-shape", pointer, "descriptor is not a JSON object")
+        return list(faults)
+    for key in desc:
+        if key not in DESCRIPTOR_KEYS:
+            faults.add(
                 "context.descriptor-shape",
-                pointer,
-                "descriptor is not a JSON object",
-                _RULE_DISCOVERY,
+                join_pointer(pointer, key),
+                f"unknown descriptor member {key!r}; the members are {', '.join(DESCRIPTOR_KEYS)}",
             )
-        ]
-    faults = [
-        _err(
-            "context.descriptor-shape",
-            join_pointer(pointer, key),
-            f"unknown descriptor member {key!r}; the members are {', '.join(DESCRIPTOR_KEYS)}",
-            _RULE_DISCOVERY,
-        )
-        for key in desc
-        if key not in DESCRIPTOR_KEYS
-    ]
+    want_version = expected["schema_version"]
     version = desc.get("schema_version")
-    if not isinstance(version, str) or version != expected["schema_version"]:
-        faults.append(
-            _err(
-                "context.unsupported-version",
-                join_pointer(pointer, "schema_version"),
-                "descriptor has no schema_version"
-                if "schema_version" not in desc
-                else f"schema version {version!r} is not supported; evstore decodes only "
-                f"{expected['schema_version']!r}",
-                _RULE_DISCOVERY,
-                expected=expected["schema_version"],
-            )
+    if not isinstance(version, str) or version != want_version:
+        faults.add(
+            "context.unsupported-version",
+            join_pointer(pointer, "schema_version"),
+            f"schema version {_show(version)} is not supported; "
+            f"evstore decodes only {want_version!r}",
+            expected=want_version,
         )
-        return faults
+        return list(faults)
     for key in DESCRIPTOR_KEYS:
-        where = join_pointer(pointer, key)
-        if key not in desc:
-            faults.append(
-                _err(_DESCRIPTOR_CODES[key], where, f"descriptor has no {key}", _RULE_DISCOVERY)
-            )
-            continue
-        value = desc[key]
+        value = desc.get(key)
         if key in expected:
-            ok = isinstance(value, str) and value == expected[key]
-            want = repr(expected[key])
+            ok, want = isinstance(value, str) and value == expected[key], repr(expected[key])
         else:
-            ok = _is_nonempty_str(value)
-            want = "a non-empty string"
+            ok, want = _is_nonempty_str(value), "a non-empty string"
         if not ok:
-            faults.append(
-                _err(
-                    _DESCRIPTOR_CODES[key],
-                    where,
-                    f"descriptor {key} is {value!r}, expected {want}",
-                    _RULE_DISCOVERY,
-                    expected=expected.get(key),
-                )
+            got = f"is {_show(value)}" if key in desc else "is missing"
+            faults.add(
+                _DESCRIPTOR_CODES[key],
+                join_pointer(pointer, key),
+                f"descriptor {key} {got}, expected {want}",
+                expected=expected.get(key),
             )
-    return faults
+    return list(faults)
 
 
 def check_index(index: Mapping[str, Any], files: Container[str]) -> list[ContextError]:
@@ -321,162 +339,106 @@ def check_index(index: Mapping[str, Any], files: Container[str]) -> list[Context
 
 # --------------------------------------------------------------------------- unit arrays
 
+# Typed unit members: name -> (test, code, what the value must be).
+_MEMBER_RULES: Final[dict[str, tuple[Any, str, str]]] = {
+    "id": (_is_json_int, "context.unit-id", "a JSON integer within +-(2^53-1)"),
+    "kind": (_is_nonempty_str, "context.unit-kind", "a non-empty string"),
+    "text": (lambda v: isinstance(v, str), "context.unit-text", "a string"),
+    "metadata": (lambda v: isinstance(v, dict), "context.unit-metadata", "a JSON object"),
+}
+
 
 def _validate_units(doc: Any, rule: str) -> list[ContextError]:
     """Apply the unit-array rules shared by payloads and source documents."""
+    faults = _Faults(rule)
     if not isinstance(doc, list):
-        return [
-            _err(
-                "context.payload-not-array",
-                "",
-                f"expected a top-level JSON array of source units, got {_json_type(doc)}",
-                rule,
-            )
-        ]
-    faults: list[ContextError] = []
+        faults.add(
+            "context.payload-not-array",
+            "",
+            f"expected a top-level JSON array of source units, got {_json_type(doc)}",
+        )
+        return list(faults)
     first_at: dict[int, int] = {}
     source: tuple[str, str] | None = None  # (source_id, pointer where first seen)
     for i, unit in enumerate(doc):
         at = join_pointer("", i)
         if not isinstance(unit, dict):
-            faults.append(
-                _err(
-                    "context.unit-shape",
-                    at,
-                    f"a unit must be a JSON object, got {_json_type(unit)}",
-                    rule,
-                )
-            )
+            faults.add("context.unit-shape", at, f"a unit is a JSON object, not {_json_type(unit)}")
             continue
-        faults.extend(
-            _err("context.unit-shape", join_pointer(at, name), f"unit has no {name}", rule)
-            for name in UNIT_FIELDS
-            if name not in unit
-        )
-        faults.extend(
-            _err(
-                "context.unit-shape",
-                join_pointer(at, name),
-                f"unknown fixed unit member {name!r}; source-owned data belongs in metadata",
-                rule,
-            )
-            for name in unit
-            if name not in _UNIT_ALLOWED
-        )
-        uid = unit.get("id")
-        id_ok = _is_json_int(uid)
-        if "id" in unit and not id_ok:
-            faults.append(
-                _err(
-                    "context.unit-id",
-                    join_pointer(at, "id"),
-                    f"unit id must be a JSON integer in +-(2^53-1), got {uid!r}",
-                    rule,
+        for name in UNIT_FIELDS:
+            if name not in unit:
+                faults.add("context.unit-shape", join_pointer(at, name), f"unit has no {name}")
+        for name in unit:
+            if name not in _UNIT_ALLOWED:
+                faults.add(
+                    "context.unit-shape",
+                    join_pointer(at, name),
+                    f"unknown fixed unit member {name!r}; source-owned data belongs in metadata",
                 )
-            )
-        if "kind" in unit and not _is_nonempty_str(unit["kind"]):
-            faults.append(
-                _err(
-                    "context.unit-kind",
-                    join_pointer(at, "kind"),
-                    f"unit kind must be a non-empty string, got {unit['kind']!r}",
-                    rule,
+        for name, (test, code, what) in _MEMBER_RULES.items():
+            if name in unit and not test(unit[name]):
+                faults.add(
+                    code,
+                    join_pointer(at, name),
+                    f"unit {name} must be {what}, got {_show(unit[name])}",
                 )
-            )
-        if "text" in unit and not isinstance(unit["text"], str):
-            faults.append(
-                _err(
-                    "context.unit-text",
-                    join_pointer(at, "text"),
-                    f"unit text must be a string, got {_json_type(unit['text'])}",
-                    rule,
-                )
-            )
-        if "metadata" in unit and not isinstance(unit["metadata"], dict):
-            faults.append(
-                _err(
-                    "context.unit-metadata",
-                    join_pointer(at, "metadata"),
-                    f"unit metadata must be a JSON object, got {_json_type(unit['metadata'])}",
-                    rule,
-                )
-            )
+        uid = unit["id"] if _is_json_int(unit.get("id")) else None
         if "ref" in unit:
-            source, ref_faults = _check_ref(
-                unit["ref"], uid if id_ok else None, join_pointer(at, "ref"), source, rule
-            )
-            faults.extend(ref_faults)
-        if id_ok:
+            source = _check_ref(unit["ref"], uid, join_pointer(at, "ref"), source, faults)
+        if uid is not None:
             if uid in first_at:
-                faults.append(
-                    _err(
-                        "context.unit-duplicate",
-                        join_pointer(at, "id"),
-                        f"unit id {uid} already occurs at /{first_at[uid]}",
-                        rule,
-                        first=join_pointer("", first_at[uid]),
-                    )
+                first = join_pointer("", first_at[uid])
+                faults.add(
+                    "context.unit-duplicate",
+                    join_pointer(at, "id"),
+                    f"unit id {uid} already occurs at {first}",
+                    first=first,
                 )
             else:
                 first_at[uid] = i
-    return faults
+    return list(faults)
 
 
 def _check_ref(
-    ref: Any, uid: int | None, at: str, source: tuple[str, str] | None, rule: str
-) -> tuple[tuple[str, str] | None, list[ContextError]]:
-    """Check one self ref; returns the excerpt's source (first seen) and the faults."""
+    ref: Any, uid: int | None, at: str, source: tuple[str, str] | None, faults: _Faults
+) -> tuple[str, str] | None:
+    """Check one self ref into ``faults``; returns the excerpt's source (first seen)."""
     if not isinstance(ref, dict):
-        return source, [
-            _err("context.ref-shape", at, f"ref must be a JSON object, got {_json_type(ref)}", rule)
-        ]
-    faults = [
-        _err("context.ref-shape", join_pointer(at, name), f"ref has no {name}", rule)
-        for name in REF_FIELDS
-        if name not in ref
-    ]
-    faults.extend(
-        _err("context.ref-shape", join_pointer(at, name), f"unknown ref member {name!r}", rule)
-        for name in ref
-        if name not in _REF_ALLOWED
-    )
+        faults.add("context.ref-shape", at, f"ref must be a JSON object, got {_json_type(ref)}")
+        return source
+    for name in REF_FIELDS:
+        if name not in ref:
+            faults.add("context.ref-shape", join_pointer(at, name), f"ref has no {name}")
+    for name in ref:
+        if name not in _REF_ALLOWED:
+            faults.add("context.ref-shape", join_pointer(at, name), f"unknown ref member {name!r}")
     if "source_id" in ref:
-        sid = ref["source_id"]
-        where = join_pointer(at, "source_id")
+        sid, where = ref["source_id"], join_pointer(at, "source_id")
         if not _is_nonempty_str(sid):
-            faults.append(
-                _err(
-                    "context.ref-source-id",
-                    where,
-                    f"source_id must be a non-empty string, got {sid!r}",
-                    rule,
-                )
+            faults.add(
+                "context.ref-source-id",
+                where,
+                f"source_id must be a non-empty string, got {_show(sid)}",
             )
         elif source is None:
             source = (sid, where)
         elif sid != source[0]:
-            faults.append(
-                _err(
-                    "context.source-mixed",
-                    where,
-                    f"source_id {sid!r} differs from {source[0]!r} at {source[1]}",
-                    rule,
-                    expected=source[0],
-                )
+            faults.add(
+                "context.source-mixed",
+                where,
+                f"source_id {sid!r} differs from {source[0]!r} at {source[1]}",
+                expected=source[0],
             )
     # Without a valid id there is nothing to compare against; unit-id already says why.
     if uid is not None:
         for name in ("start_unit_id", "end_unit_id"):
             if name in ref and not (_is_json_int(ref[name]) and ref[name] == uid):
-                faults.append(
-                    _err(
-                        "context.self-ref",
-                        join_pointer(at, name),
-                        f"{name} is {ref[name]!r}; a self ref names the unit's own id {uid}",
-                        rule,
-                    )
+                faults.add(
+                    "context.self-ref",
+                    join_pointer(at, name),
+                    f"{name} is {_show(ref[name])}; a self ref names the unit's own id {uid}",
                 )
-    return source, faults
+    return source
 
 
 def validate_payload(payload: Any) -> list[ContextError]:
@@ -527,22 +489,6 @@ def validate_source_document(doc: Any) -> list[ContextError]:
 # --------------------------------------------------------------------------- source checks
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
 def _first_difference(a: Any, b: Any, pointer: str) -> str | None:
     """Pointer to the first place two JSON values differ, or None when they are equal.
 
@@ -579,6 +525,12 @@ def _positions(doc: Any) -> dict[int, int]:
             if isinstance(unit, dict) and _is_json_int(unit.get("id")):
                 out.setdefault(unit["id"], pos)
     return out
+
+
+def source_id_of(units: Any) -> str | None:
+    """The excerpt's (or source document's) source_id: the first unit's valid one, if any."""
+    found = _source_id(units)
+    return found[0] if found else None
 
 
 def _source_id(units: Any) -> tuple[str, int] | None:
@@ -763,11 +715,16 @@ def select_excerpt(
 def looks_like_units(doc: Any) -> bool:
     """Whether ``doc`` has the array-of-units shape (an excerpt or a source document).
 
-    A shape hint only, for a message such as "pass --kind evidence-context or --kind
-    source-document"; it does not validate. ``[]`` looks like units.
+    A shape hint only: a non-empty array whose every element is an object carrying the four
+    required unit members. It does not validate. ``[]`` does not look like units: an empty
+    array says nothing about its role and stays plain JSON unless a kind is given.
     """
-    return isinstance(doc, list) and all(
-        isinstance(unit, dict) and all(name in unit for name in UNIT_FIELDS) for unit in doc
+    return (
+        isinstance(doc, list)
+        and bool(doc)
+        and all(
+            isinstance(unit, dict) and all(name in unit for name in UNIT_FIELDS) for unit in doc
+        )
     )
 
 
@@ -779,7 +736,8 @@ def detect(doc: Any) -> str | None:
     tell them apart, and a wrong guess could not be caught later by any validator. evstore
     therefore never guesses: a standalone file needs ``--kind evidence-context`` or
     ``--kind source-document``, and inside a run bundle the descriptor decides (see
-    docs/bundle.md#detection). Use :func:`looks_like_units` to word the error.
+    docs/bundle.md#detection). :meth:`EvidenceContextKind.detect` turns a document that
+    :func:`looks_like_units` into a ``context.kind-ambiguous`` error instead.
 
     Args:
         doc: a parsed JSON value.
@@ -788,3 +746,172 @@ def detect(doc: Any) -> str | None:
         None.
     """
     return None
+
+
+# --------------------------------------------------------------------------- store integration
+
+
+def load_source_document(txn: Txn, ref: str) -> tuple[str, Any]:
+    """The stored source document a content ref names, read and verified.
+
+    Args:
+        txn: an open transaction (any mode).
+        ref: a content ref in any accepted form (evstore.refs) of the document's canonical
+            bytes.
+
+    Returns:
+        ``(address hex, parsed document)``.
+
+    Raises:
+        RefSyntaxError: ``ref.syntax``.
+        NotFound: ``not-found.source-document`` when the bytes are absent or are not stored
+            as a ``source-document`` artifact.
+        CorruptionError: the stored bytes do not match their address.
+    """
+    row = _source_row(txn, ref)
+    return row.digest.blake3, loads(txn.read_blob(row))
+
+
+def _source_row(txn: Txn, ref: str) -> blobs.BlobRow:
+    """The blob of the stored source-document artifact ``ref`` names (bytes not read)."""
+    row = blobs.lookup(txn.conn, parse_ref(ref))
+    if row is None or not txn.has_artifact(row.digest.blake3, SourceDocumentKind.name):
+        raise NotFound(
+            f"{ref} is not a stored source document (ingest it with --kind source-document)",
+            code="not-found.source-document",
+            details={"ref": ref},
+        )
+    return row
+
+
+def _source_attrs(doc: Any) -> list[tuple[str, str]]:
+    sid = source_id_of(doc)
+    return [("source_id", sid)] if sid else []
+
+
+class EvidenceContextKind:
+    """Kind ``evidence-context``: a notarius v1 published evidence context (the payload).
+
+    check: :func:`validate_payload`; then, when ``txn.options["source_document"]`` names a
+    stored source document (``--source-document REF``, or the bundle's own source document),
+    :func:`check_against_source`. write: the artifact with lookup attribute ``source_id``
+    and, when it was checked, an edge ``source-document`` to the document it was checked
+    against (so ``evstore check`` re-checks it and lineage shows it); the result's ``info``
+    says ``source_check``: ``checked`` or ``unchecked``.
+    """
+
+    name = "evidence-context"
+    contract_version = "v1"
+
+    def detect(self, doc: Any) -> bool:
+        """Never claims a document; refuses to let an array of units pass as plain JSON.
+
+        Raises:
+            InputError: ``context.kind-ambiguous`` when ``doc`` :func:`looks_like_units`:
+                it is an evidence context or a source document, and only the caller knows
+                which (see :func:`detect`).
+        """
+        if looks_like_units(doc):
+            raise InputError(
+                "an array of source units is an evidence context or a source document; "
+                "say which with --kind evidence-context or --kind source-document",
+                code="context.kind-ambiguous",
+                rule=_RULE_SOURCE_DOCUMENT,
+            )
+        return False
+
+    def check(self, doc: Any, txn: Txn) -> list[EvstoreError]:
+        """Payload rules, then source consistency when a source document is named."""
+        faults: list[EvstoreError] = list(validate_payload(doc))
+        ref = txn.options.get("source_document")
+        if faults or not ref:
+            return faults
+        try:
+            _, source = load_source_document(txn, ref)
+        except EvstoreError as err:  # reported, not raised: validate mode lists every fault
+            return [err]
+        return list(check_against_source(doc, source))
+
+    def write(self, doc: Any, canonical: bytes, txn: Txn) -> ArtifactResult:
+        """Store the payload with its ``source_id`` and ``source-document`` edge."""
+        ref = txn.options.get("source_document")
+        edges: list[tuple[str, str]] = []
+        info: dict[str, Any] = {"source_check": "unchecked"}
+        if ref:
+            source = _source_row(txn, ref).digest
+            edges.append(("source-document", source.blake3))
+            info = {"source_check": "checked", "source_document": source.address}
+        result = txn.put_artifact(
+            self.name, self.contract_version, canonical, edges=edges, attrs=_source_attrs(doc)
+        )
+        return dataclasses.replace(result, info=info)
+
+    def audit(self, doc: Any, address: str, txn: Txn) -> list[EvstoreError]:
+        """Payload rules, and the source check again for each document it was checked against."""
+        faults: list[EvstoreError] = list(validate_payload(doc))
+        for role, dst in txn.edges_from(address):
+            if role != "source-document":
+                continue
+            try:
+                _, source = load_source_document(txn, "blake3:" + dst)
+            except EvstoreError as err:
+                faults.append(err)
+                continue
+            faults.extend(check_against_source(doc, source))
+        return faults
+
+
+class SourceDocumentKind:
+    """Kind ``source-document``: a generic source document (docs/bundle.md).
+
+    Never detected from content (see :func:`detect`). check:
+    :func:`validate_source_document`. write: the artifact with lookup attribute
+    ``source_id``; ``info`` gives the number of units.
+    """
+
+    name = "source-document"
+    contract_version = "v1"
+
+    def detect(self, doc: Any) -> bool:
+        """Always False: a source document is only ever ingested by name."""
+        return False
+
+    def check(self, doc: Any, txn: Txn) -> list[EvstoreError]:
+        """The source-document rules."""
+        return list(validate_source_document(doc))
+
+    def write(self, doc: Any, canonical: bytes, txn: Txn) -> ArtifactResult:
+        """Store the document with its ``source_id``."""
+        result = txn.put_artifact(
+            self.name, self.contract_version, canonical, attrs=_source_attrs(doc)
+        )
+        return dataclasses.replace(result, info={"units": len(doc)})
+
+
+class ContextOps:
+    """Evidence-context operations beyond ingest (``store.contexts``)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def excerpt(
+        self, source_ref: str, ranges: Sequence[tuple[int, int]], window: int
+    ) -> list[dict[str, Any]]:
+        """Select an excerpt from a stored source document (:func:`select_excerpt`).
+
+        Args:
+            source_ref: content ref of a stored ``source-document`` artifact.
+            ranges: ``(start_unit_id, end_unit_id)`` pairs, inclusive.
+            window: units of context on each side (``window_units``).
+
+        Returns:
+            The payload; ``canonical.dumps`` of it is the byte form hosts compare.
+
+        Raises:
+            RefSyntaxError, NotFound (``not-found.source-document``), CorruptionError,
+            ContextError (``context.range-unknown``, ``context.range-order``), and as
+            :func:`select_excerpt` for a bad window.
+        """
+        with self.store.reading() as txn:
+            _, doc = load_source_document(txn, source_ref)
+        return select_excerpt(doc, ranges, window)

@@ -129,6 +129,7 @@ DETECTION_ORDER = (
     "fragment-batch",
     "fragment",
     "run",
+    "evidence-context",
     "json",
 )
 

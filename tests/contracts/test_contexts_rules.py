@@ -96,7 +96,7 @@ def test_empty_payload_is_valid() -> None:
 
 
 def test_codes_are_unique_and_namespaced() -> None:
-    assert all(code.startswith("context.") for code in CODES)
+    assert all(code.startswith(("context.", "not-found.")) for code in CODES)
     assert len(set(CODES)) == len(CODES)
 
 
@@ -621,5 +621,9 @@ def test_select_excerpt_api_misuse(ranges: list[Any], window: Any, exc: type[Exc
 def test_detect_never_guesses_between_excerpt_and_source() -> None:
     for doc in (SOURCE, [], [SOURCE[0]], {"id": 1}, "x", None):
         assert detect(doc) is None
-    assert looks_like_units(SOURCE) and looks_like_units([])
-    assert not looks_like_units({"id": 1}) and not looks_like_units([{"id": 1}])
+    assert looks_like_units(SOURCE) and looks_like_units(
+        [{"id": "x", "kind": 1, "text": None, "ref": 0}]
+    )
+    # [] says nothing about its role: it stays plain JSON unless a kind is given.
+    assert not looks_like_units([]) and not looks_like_units({"id": 1})
+    assert not looks_like_units([{"id": 1}]) and not looks_like_units([SOURCE[0], 1])
