@@ -12,12 +12,17 @@ echo "== generic JSON"
 evstore ingest "$EX"/json/*.json
 
 # Contract examples are added below by each contract area.
+echo "== templiqx evidence fragments with their source bytes"
+bash "$EX"/fragments/ingest.sh
+
 echo "== corpus passage evidence manifest (orbidocs v1) with its rendered content"
 evstore ingest --content "$EX"/manifests/rendered-evidence.md "$EX"/manifests/manifest.json
 
 echo "== insonic answer evidence packages (packages before the envelope that cites them)"
 evstore ingest "$EX"/packages/*.json
-evstore export 7d3e9f10-2a4b-4c6d-8e0f-1a2b3c4d5e6f
+evstore export 7d3e9f10-2a4b-4c6d-8e0f-1a2b3c4d5e6f > package-export.json
+echo "exported the retained package with its current observations to package-export.json:"
+python3 -c 'import json,sys; o=json.load(open("package-export.json"))["observations"]; print(json.dumps(o["freshness"], indent=1))'
 
 echo "== a run's JSON bundle (evidence context, fragments with sources, manifest, package) as one run record"
 RUN=$(evstore --json ingest-bundle "$EX"/bundle | python3 -c 'import json,sys;print(json.load(sys.stdin)["run"]["address"])')

@@ -16,9 +16,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .blobs import PutResult, insert_ignore, put_bytes
+from .blobs import insert_ignore, put_many
 from .digests import Digest
 from .tables import artifacts, attrs, edges, warnings
+
+_IN_BATCH = 500
 
 __all__ = [
     "ArtifactInfo",
@@ -26,6 +28,7 @@ __all__ = [
     "Warning_",
     "artifact_kinds",
     "iso_utc",
+    "put_artifacts",
     "put_artifact",
     "warnings_of",
 ]
@@ -107,7 +110,6 @@ def put_artifact(
     edge_rows: Iterable[tuple[str, str]] = (),
     attr_rows: Iterable[tuple[str, str]] = (),
     warning_rows: Sequence[Warning_] = (),
-    blob: PutResult | None = None,
 ) -> ArtifactResult:
     """Store canonical bytes as a blob and index them as an artifact of ``kind``.
 
@@ -118,42 +120,71 @@ def put_artifact(
         edge_rows: ``(role, dst)`` pairs, ``dst`` 64 hex of a blob or artifact address.
         attr_rows: ``(name, value)`` lookup keys for ``find`` (values up to 512 characters).
         warning_rows: warnings to record.
-        blob: the result of an earlier put of the same bytes, to skip putting them again.
 
     Returns:
         :class:`ArtifactResult`; ``new`` is False when the same (address, kind) existed.
     """
-    put = blob or put_bytes(conn, canonical)
-    address = put.digest.blake3
-    existed = conn.execute(
-        sa.select(artifacts.c.kind).where(artifacts.c.address == address, artifacts.c.kind == kind)
-    ).first()
-    if existed is None:
-        insert_ignore(
-            conn,
-            artifacts,
-            [{"address": address, "kind": kind, "contract_version": contract_version}],
+    return put_artifacts(
+        conn, kind, contract_version, [(canonical, edge_rows, attr_rows, warning_rows)]
+    )[0]
+
+
+def put_artifacts(
+    conn: Connection,
+    kind: str,
+    contract_version: str,
+    items: Sequence[
+        tuple[bytes, Iterable[tuple[str, str]], Iterable[tuple[str, str]], Sequence[Warning_]]
+    ],
+) -> list[ArtifactResult]:
+    """Store many artifacts of one kind with one batch per table (see :func:`put_artifact`).
+
+    Args:
+        items: ``(canonical, edge_rows, attr_rows, warning_rows)`` per artifact.
+
+    Returns:
+        One :class:`ArtifactResult` per item, in order; ``new`` is True only for the first
+        occurrence of an (address, kind) that was not stored before.
+    """
+    puts = put_many(conn, [item[0] for item in items])
+    addresses = list(dict.fromkeys(p.digest.blake3 for p in puts))
+    existing: set[str] = set()
+    for n in range(0, len(addresses), _IN_BATCH):
+        q = sa.select(artifacts.c.address).where(
+            artifacts.c.kind == kind, artifacts.c.address.in_(addresses[n : n + _IN_BATCH])
         )
-    insert_ignore(
-        conn, edges, [{"src": address, "role": r, "dst": d} for r, d in dict.fromkeys(edge_rows)]
-    )
-    insert_ignore(
-        conn,
-        attrs,
-        [
-            {"name": n, "value": v[:512], "address": address, "kind": kind}
-            for n, v in dict.fromkeys(attr_rows)
-        ],
-    )
-    insert_ignore(
-        conn,
-        warnings,
-        [
-            {"address": address, "code": w.code, "pointer": w.pointer[:512], "message": w.message}
-            for w in warning_rows
-        ],
-    )
-    return ArtifactResult(put.digest, kind, existed is None, tuple(warning_rows))
+        existing.update(r.address for r in conn.execute(q))
+    new_rows: list[dict[str, Any]] = []
+    edge_map: dict[tuple[str, str, str], dict[str, str]] = {}
+    attr_map: dict[tuple[str, str, str], dict[str, str]] = {}
+    warn_map: dict[tuple[str, str, str], dict[str, str]] = {}
+    results: list[ArtifactResult] = []
+    seen: set[str] = set()
+    for put, (_, item_edges, item_attrs, item_warnings) in zip(puts, items, strict=True):
+        address = put.digest.blake3
+        is_new = address not in existing and address not in seen
+        if is_new:
+            new_rows.append({"address": address, "kind": kind, "contract_version": contract_version})
+        seen.add(address)
+        for role, dst in item_edges:
+            edge_map[(address, role, dst)] = {"src": address, "role": role, "dst": dst}
+        for name, value in item_attrs:
+            v = value[:512]
+            attr_map[(name, v, address)] = {"name": name, "value": v, "address": address, "kind": kind}
+        for w in item_warnings:
+            p = w.pointer[:512]
+            warn_map[(address, w.code, p)] = {
+                "address": address,
+                "code": w.code,
+                "pointer": p,
+                "message": w.message,
+            }
+        results.append(ArtifactResult(put.digest, kind, is_new, tuple(item_warnings)))
+    insert_ignore(conn, artifacts, new_rows)
+    insert_ignore(conn, edges, list(edge_map.values()))
+    insert_ignore(conn, attrs, list(attr_map.values()))
+    insert_ignore(conn, warnings, list(warn_map.values()))
+    return results
 
 
 def artifact_kinds(conn: Connection, address: str) -> list[tuple[str, str, Any]]:

@@ -25,6 +25,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
@@ -98,13 +99,15 @@ attrs = Table(
 bindings = Table(
     "bindings",
     metadata,
-    Column("namespace", String(64), primary_key=True),
+    Column("namespace", String(64), nullable=False),
     # SHA-256 hex of the key text, so arbitrarily long keys index well on both backends.
-    Column("key_digest", String(64), primary_key=True),
+    # It leads the primary key: batched lookups are `key_digest IN (...)` (revision 0002).
+    Column("key_digest", String(64), nullable=False),
     Column("key", Text, nullable=False),
     Column("value", Text, nullable=False),
     # The artifact whose accepted write made the binding (empty when none).
     Column("origin", String(64), nullable=False, server_default=""),
+    PrimaryKeyConstraint("key_digest", "namespace", name="pk_bindings"),
 )
 
 warnings = Table(

@@ -130,6 +130,28 @@ class Txn:
             warning_rows=warnings,
         )
 
+    def put_artifacts(
+        self,
+        kind: str,
+        contract_version: str,
+        items: Sequence[tuple[bytes, Iterable[tuple[str, str]], Iterable[tuple[str, str]]]],
+    ) -> list[_artifacts.ArtifactResult]:
+        """Store many artifacts of one kind in one batch per table.
+
+        ``items`` are ``(canonical, edges, attrs)``; semantics equal a loop of
+        :meth:`put_artifact` (results in order, ``new`` only for the first occurrence).
+        """
+        self._writable()
+        return _artifacts.put_artifacts(
+            self.conn,
+            kind,
+            contract_version,
+            [
+                (c, [(r, d.removeprefix("blake3:")) for r, d in e], a, ())
+                for c, e, a in items
+            ],
+        )
+
     def find_attr(self, name: str, value: str, kind: str | None = None) -> list[tuple[str, str]]:
         """``(address hex, kind)`` of artifacts with lookup attribute ``name == value``."""
         q = sa.select(attrs.c.address, attrs.c.kind).where(

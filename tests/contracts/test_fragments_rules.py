@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from evstore import fragments as fr
 from evstore.canonical import dumps
 from evstore.errors import BindingConflict, ContractError, EvstoreError
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 TEMPLIQX = Path("fixtures/templiqx/examples")
 CONTRACT_MD = Path("contracts/templiqx-evidence-fragment-v1alpha1.md")
@@ -474,6 +475,7 @@ ALL_CODES = {
     "fragment.revision-format": "document-revision-checksum-extension",
     "fragment.revision-mismatch": "document-revision-checksum-extension",
     "fragment.unknown-revision": "document-revision-checksum-extension",
+    "fragment.source-encoding": "offset-and-digest-invariants",
 }
 BINDING = {
     "fragment.unknown-content",
@@ -501,6 +503,7 @@ def test_codes_rules_and_classes(code: str) -> None:
 
 def test_code_set_is_complete() -> None:
     assert set(fr.RULES) == set(ALL_CODES)
+    assert set(fr.CODES) == set(ALL_CODES) | {"not-found.fragment"}
     assert fr.BINDING_CODES == BINDING
     with pytest.raises(ValueError):
         fr.fragment_error("manifest.shape", "m")
@@ -953,3 +956,35 @@ def test_prop_any_member_value_gives_coded_faults(name: str, value: Any) -> None
             assert err.pointer.startswith("/evidence/0")
     if name == "field":
         assert fr.verify_against(frag, MIXED) == []
+
+
+@settings(max_examples=500)
+@given(
+    st.text(alphabet=st.characters(codec="utf-8"), min_size=1),
+    st.text(alphabet=st.characters(codec="utf-8"), min_size=1),
+    st.integers(0, 2**53 - 2),
+    st.integers(1, 2**53),
+)
+def test_prop_identity_key_is_jcs(
+    document_id: str, fragment_id: str, start: int, length: int
+) -> None:
+    end = min(start + length, 2**53 - 1)
+    frag = make(
+        MIXED,
+        0,
+        1,
+        document_id=document_id,
+        fragment_id=fragment_id,
+        start_offset=start,
+        end_offset=end,
+        field="x",
+    )
+    assert fr.identity_key(frag) == dumps({k: frag[k] for k in fr.REQUIRED}).decode("utf-8")
+
+
+@pytest.mark.parametrize(
+    "text", ["\x00\x1f\x7f", '"\\/', "\b\f\n\r\t", "\u2028\u2029", "é€𝄞", "\ufeff"]
+)
+def test_identity_key_escapes_as_jcs(text: str) -> None:
+    frag = make(MIXED, 1, 3, document_id=text, fragment_id=text + "!")
+    assert fr.identity_key(frag) == dumps({k: frag[k] for k in fr.REQUIRED}).decode("utf-8")

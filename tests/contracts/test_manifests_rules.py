@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from evstore import manifests as m
-from evstore.canonical import loads
+from evstore.canonical import dumps, loads
 from evstore.digests import sha256_b64u
 from evstore.errors import BindingConflict, ContractError, JSONFormError
 
@@ -666,3 +667,62 @@ def test_copy_is_not_mutated() -> None:
     m.check_ref_self_digest(doc)
     m.content_expectations(doc)
     assert doc == before
+
+
+# --- the self-address on the store's fast paths ----------------------------------------------
+
+
+def _no_ref(doc: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in doc.items() if k != "manifest/ref"}
+
+
+REF = "corpus-evidence-manifest:sha256:" + "A" * 43
+
+# (id, document, whether the member can be cut: False means a nested member of the same name)
+CUT_CASES: list[tuple[str, dict[str, Any], bool]] = [
+    ("built-manifest", build(), True),
+    ("only-member", {"manifest/ref": REF}, True),
+    ("first-member", {"manifest/ref": REF, "z": 1}, True),
+    ("last-member", {"a": [1, {"b": None}], "manifest/ref": REF}, True),
+    ("escaped-value", {"a": 1, "manifest/ref": 'x"y\\z\u00e9\u2028\x01', "z": 2}, True),
+    # A name ending in `"manifest/ref` is escaped (\") in canonical form: not a second name.
+    ("decoy-name", {'x"manifest/ref': REF, "manifest/ref": REF, "y": 0}, True),
+    ("decoy-text", {"a": ',"manifest/ref":"' + REF + '"', "manifest/ref": REF}, True),
+    ("non-ascii-neighbours", {"ä": "ü", "manifest/ref": REF, "€": ["日本"]}, True),
+    ("nested-member", {"a": {"manifest/ref": REF}, "manifest/ref": REF}, False),
+    ("nested-in-item", {**build(), "items": [{"manifest/ref": REF}]}, False),
+]
+
+
+@pytest.mark.parametrize("doc, cuttable", [c[1:] for c in CUT_CASES], ids=[c[0] for c in CUT_CASES])
+def test_body_cut_from_canonical_equals_the_canonical_body(
+    doc: dict[str, Any], cuttable: bool
+) -> None:
+    cut = m._body_from_canonical(dumps(doc), doc["manifest/ref"])
+    if cuttable:
+        assert cut == dumps(_no_ref(doc))
+    else:
+        assert cut is None  # the caller canonicalises instead
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: None,
+        lambda d: d.update({"room/id": "room:changed-after-sealing"}),
+        lambda d: d.update({"x-extra": {"manifest/ref": REF}}),  # nested name: fallback path
+        lambda d: d["items"][5].update({"ref": "corpus-decision:latest"}),
+    ],
+    ids=["valid", "self-address", "nested-name", "rule-fault"],
+)
+def test_kind_check_with_canonical_bytes_gives_the_same_faults(
+    mutate: Callable[[dict[str, Any]], None],
+) -> None:
+    doc = build()
+    mutate(doc)
+    txn: Any = types.SimpleNamespace(settings={})
+    kind = m.ManifestKind()
+    plain = [(e.code, e.pointer, e.details) for e in m.validate(doc)[0]]
+    assert [(e.code, e.pointer, e.details) for e in kind.check(doc, txn)] == plain
+    with_bytes = kind.check(doc, txn, canonical=dumps(loads(dumps(doc))))
+    assert [(e.code, e.pointer, e.details) for e in with_bytes] == plain

@@ -225,7 +225,8 @@ REJECTIONS: list[tuple[str, Mutation, str]] = [
         m.SELF_ADDRESS,
     ),
     ("content-not-supplied", _m(lambda d: None, content=None), m.CONTENT_MISSING),
-    ("content-other-bytes", _m(lambda d: None, content=CONTENT + b"!"), m.CONTENT_MISSING),
+    # The one byte string supplied is taken for the content: its SHA-256 is wrong.
+    ("content-other-bytes", _m(lambda d: None, content=CONTENT + b"!"), m.CONTENT_DIGEST),
     ("content-digest-non-canonical", _m(_non_canonical), m.CONTENT_DIGEST),
     (
         "content-size",
@@ -287,6 +288,32 @@ def test_ref_rebound_by_an_earlier_manifest(store: evstore.Store, snapshot: Any)
     assert snapshot(store) == before
 
 
+def test_rebinding_faults_keep_item_order(store: evstore.Store, snapshot: Any) -> None:
+    # All item refs are bound in one batch; the faults are still one per item, in item order,
+    # an item repeating a ref of the same manifest with another digest included.
+    store.manifests.ingest(_bytes(build()), CONTENT)
+    doc = build()
+    doc["room/id"] = "room:again"
+    doc["items"][2]["digest"] = _d("candidate, rebound")
+    doc["review/target"]["candidate/digest"] = _d("candidate, rebound")
+    doc["items"][3]["digest"] = _d("review, rebound")
+    twin = copy.deepcopy(doc["items"][2])
+    twin.update(digest=_d("candidate, third digest"), required=False)
+    doc["items"].append(twin)
+    seal(doc)
+    before = snapshot(store)
+    report = store.manifests.validate(_bytes(doc), CONTENT)
+    assert [(f.code, f.pointer, f.details["bound"]) for f in report.faults] == [
+        (m.REF_REBOUND, "/items/2/digest", _d("cand1")),
+        (m.REF_REBOUND, "/items/3/digest", _d("rev1")),
+        (m.REF_REBOUND, "/items/4/digest", _d("cand1")),
+    ]
+    with pytest.raises(m.ManifestBindingError) as info:
+        store.manifests.ingest(_bytes(doc), CONTENT)
+    assert (info.value.code, info.value.pointer) == (m.REF_REBOUND, "/items/2/digest")
+    assert snapshot(store) == before
+
+
 def test_batch_is_one_transaction(store: evstore.Store, snapshot: Any) -> None:
     good = build()
     bad = build(tag="2")
@@ -311,6 +338,95 @@ def test_a_binding_fault_after_content_rolls_the_content_back(
         store.manifests.ingest(_bytes(doc), CONTENT)
     assert snapshot(store) == before
     assert store.has([doc["content/ref"]]) == [doc["content/ref"]]
+
+
+# --- supplied bytes that are not the content ---------------------------------------------------
+
+OTHER = CONTENT.replace(b"evidence", b"EVIDENCE")  # same length, other SHA-256
+
+
+@pytest.mark.parametrize(
+    "supplied, faults",
+    [
+        # Exactly one byte string supplied: it is checked as the content.
+        ([OTHER], [(m.CONTENT_DIGEST, "/content~1digest")]),
+        (
+            [CONTENT + b"!"],
+            [(m.CONTENT_DIGEST, "/content~1digest"), (m.CONTENT_SIZE, "/content~1size-bytes")],
+        ),
+        (
+            [CONTENT * 20],
+            [
+                (m.CONTENT_DIGEST, "/content~1digest"),
+                (m.CONTENT_SIZE, "/content~1size-bytes"),
+                (m.CONTENT_OVER_LIMIT, "/bytes~1max"),
+            ],
+        ),
+        ([OTHER, OTHER], [(m.CONTENT_DIGEST, "/content~1digest")]),  # the same bytes twice
+        # Several candidates: none is the content, and none can be blamed.
+        ([OTHER, CONTENT + b"!"], [(m.CONTENT_MISSING, "/content~1ref")]),
+    ],
+    ids=["same-size", "other-size", "over-limit", "duplicate", "two-others"],
+)
+def test_supplied_bytes_that_are_not_the_content(
+    store: evstore.Store, snapshot: Any, supplied: list[bytes], faults: list[tuple[str, str]]
+) -> None:
+    doc = build()
+    before = snapshot(store)
+    with pytest.raises(m.ManifestBindingError) as info:
+        store.ingest([_doc(doc)], supplied=supplied)
+    assert (info.value.code, info.value.pointer) == faults[0]
+    assert snapshot(store) == before
+    report = store.validate([_doc(doc)], supplied=supplied)
+    if faults[0][0] == m.CONTENT_MISSING:  # validate: absent content is a warning
+        assert report.ok and [w.code for w in report.results[0].warnings] == [m.CONTENT_MISSING]
+    else:
+        assert [(f.code, f.pointer) for f in report.faults] == faults
+    assert snapshot(store) == before
+
+
+def test_content_digest_names_the_supplied_bytes(store: evstore.Store) -> None:
+    doc = build()
+    with pytest.raises(m.ManifestBindingError) as info:
+        store.manifests.ingest(_bytes(doc), OTHER)
+    err = info.value
+    assert err.details == {
+        "actual": "sha256:" + sha256_b64u(OTHER),
+        "expected": doc["content/digest"],
+        "supplied": True,
+    }
+    assert "supplied with the command" in err.message
+
+
+def test_the_manifest_itself_is_not_a_content_candidate(store: evstore.Store) -> None:
+    # A bundle supplies every file, the manifest's own JSON too: that is never the content.
+    doc = build()
+    with pytest.raises(m.ManifestBindingError) as info:
+        store.ingest([_doc(doc)], supplied=[_bytes(doc)])
+    assert info.value.code == m.CONTENT_MISSING
+    with pytest.raises(m.ManifestBindingError) as info:
+        store.ingest([_doc(doc)], supplied=[_bytes(doc), OTHER])
+    assert info.value.code == m.CONTENT_DIGEST
+
+
+def test_stored_content_wins_over_a_wrong_supplied_file(store: evstore.Store) -> None:
+    store.put(CONTENT)
+    assert store.manifests.ingest(_bytes(build()), OTHER).new is True
+    other = "sha256:" + sha256_b64u(OTHER)
+    assert store.has([other]) == [other]  # the unused file is not stored
+
+
+def test_batch_with_one_content_file(store: evstore.Store, snapshot: Any) -> None:
+    # The rule counts what the command supplied: the second manifest's content is absent, and
+    # the only file supplied (the first manifest's content) is blamed as its content.
+    first, second = build(), build(OTHER, tag="2")
+    before = snapshot(store)
+    with pytest.raises(m.ManifestBindingError) as info:
+        store.ingest([_doc(first, "a.json"), _doc(second, "b.json")], supplied=[CONTENT])
+    assert (info.value.code, info.value.path) == (m.CONTENT_DIGEST, "b.json")
+    assert snapshot(store) == before
+    report = store.ingest([_doc(first), _doc(second)], supplied=[CONTENT, OTHER])
+    assert [r.new for r in report.results] == [True, True]
 
 
 # --- validate: every fault, nothing written --------------------------------------------------

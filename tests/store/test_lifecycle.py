@@ -49,17 +49,29 @@ def test_schema_behind_is_refused_then_migrated(store_url):
     db.dispose()
 
 
-def test_behind_store_needs_explicit_migrate(empty_url, monkeypatch):
-    # Build a store at revision 0001 with the code's head pretended newer.
-    evstore.open(empty_url, create=True).close()
-    import evstore.db as dbmod
+def test_behind_store_needs_explicit_migrate_and_keeps_its_data(empty_url):
+    from alembic import command
 
-    monkeypatch.setattr(dbmod, "head_revision", lambda: "9999")
+    from evstore.bindings import bind, lookup_binding
+    from evstore.db import _alembic_config
+
     db = Database(empty_url)
+    if db.sqlite_path is not None:
+        db.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
+    cfg = _alembic_config()
+    with db.engine.begin() as conn:  # a store made by the first release
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0001")
+        bind(conn, "ns", "k", "v")
     with pytest.raises(evstore.StoreStateError) as exc:
-        db.require_current()
-    db.dispose()
+        evstore.open(empty_url)
     assert exc.value.code == "store.schema-behind"
+    with pytest.raises(evstore.StoreStateError):  # create=True does not migrate silently
+        evstore.open(empty_url, create=True)
+    assert db.migrate() == ("0001", head_revision())
+    with evstore.open(empty_url) as s, s.db.engine.connect() as conn:
+        assert lookup_binding(conn, "ns", "k") == "v"
+    db.dispose()
 
 
 def test_unsupported_urls():
