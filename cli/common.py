@@ -26,6 +26,7 @@ __all__ = [
     "open_store",
     "pass_ctx",
     "read_input",
+    "write_output",
 ]
 
 #: The default store: a SQLite file in the current directory.
@@ -95,6 +96,26 @@ def read_input(path: str) -> bytes:
         return Path(path).read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror}", code="input.unreadable", path=path) from None
+
+
+def write_output(ctx: Ctx, path: str, data: bytes | Any, extra: dict[str, Any] | None = None) -> None:
+    """Write bytes (or an iterable of byte chunks) to ``path``; with --json print one summary.
+
+    Raises:
+        InputError: ``output.unwritable`` when the file cannot be written (nothing printed).
+    """
+    size = 0
+    try:
+        with Path(path).open("wb") as fh:
+            for chunk in [data] if isinstance(data, (bytes, bytearray)) else data:
+                fh.write(chunk)
+                size += len(chunk)
+    except OSError as exc:
+        raise InputError(
+            f"cannot write {path}: {exc.strerror}", code="output.unwritable", path=path
+        ) from None
+    if ctx.json:
+        emit(ctx, {"ok": True, "output": path, "size": size, **(extra or {})})
 
 
 def env_url() -> str:

@@ -16,7 +16,7 @@ import click
 from evstore.canonical import dumps
 from evstore.digests import digest_bytes
 
-from .common import Ctx, emit, open_store, pass_ctx
+from .common import write_output, Ctx, emit, open_store, pass_ctx
 
 __all__ = ["register"]
 
@@ -79,7 +79,9 @@ def register(cli: click.Group) -> None:
         with open_store(ctx) as store:
             units = store.contexts.excerpt(source_ref, ranges, window)
         data = dumps(units)
-        if ctx.json:
+        if output:
+            write_output(ctx, output, data, {"units": len(units), "address": digest_bytes(data).address})
+        elif ctx.json:
             emit(
                 ctx,
                 {
@@ -91,8 +93,6 @@ def register(cli: click.Group) -> None:
                     "excerpt": units,
                 },
             )
-        elif output:
-            Path(output).write_bytes(data)
         else:
             sys.stdout.buffer.write(data)
             sys.stdout.buffer.flush()

@@ -14,15 +14,56 @@ from typing import Any
 
 import click
 
-from evstore.errors import EvstoreError
+from evstore.errors import EvstoreError, InputError
 
 from .common import Ctx, env_url
 
 __all__ = ["cli", "main"]
 
 
+def _usage_json(message: str, code: int) -> None:
+    click.echo(
+        json.dumps(
+            {
+                "ok": False,
+                "error": {
+                    "family": "usage",
+                    "code": "usage",
+                    "message": message,
+                    "rule": "",
+                    "pointer": "",
+                },
+            },
+            ensure_ascii=False,
+            sort_keys=True,
+        )
+    )
+    sys.exit(code)
+
+
 class EvstoreGroup(click.Group):
-    """A click group whose one handler turns every EvstoreError into output and exit code 1."""
+    """A click group whose one handler turns every EvstoreError into output and exit code 1.
+
+    Usage errors exit 2; with --json they too print exactly one JSON object on stdout.
+    """
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        argv = list(sys.argv[1:] if args is None else args)
+        as_json = "--json" in argv
+        try:
+            rv = super().main(argv, prog_name, complete_var, False, **extra)
+        except click.ClickException as exc:
+            if as_json:
+                _usage_json(exc.format_message(), exc.exit_code)
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -60,7 +101,14 @@ class EvstoreGroup(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, url: str | None, as_json: bool) -> None:
     """evstore: a content-addressed store for evidence artifacts."""
-    ctx.obj = Ctx(url or env_url(), as_json)
+    ctx.obj = Ctx(env_url() if url is None else url, as_json)
+    for arg in sys.argv[1:]:
+        # Undecodable bytes arrive as lone surrogates (PEP 383); they are no evstore input.
+        if any("\udc80" <= ch <= "\udcff" for ch in arg):
+            raise InputError(
+                f"a command-line argument is not valid UTF-8: {arg.encode('utf-8', 'replace')!r}",
+                code="input.argument-encoding",
+            )
 
 
 def _register_areas() -> None:

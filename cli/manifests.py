@@ -16,7 +16,7 @@ from evstore.canonical import loads
 from evstore.errors import InputError
 from evstore.manifests import compute_manifest_ref
 
-from .common import Ctx, emit, fail, open_store, pass_ctx, read_input
+from .common import write_output, Ctx, emit, fail, open_store, pass_ctx, read_input
 
 __all__ = ["register"]
 
@@ -72,7 +72,7 @@ def register(cli: click.Group) -> None:
         with open_store(ctx) as store:
             data = store.manifests.content(manifest_ref)
         if output:
-            Path(output).write_bytes(data)
+            write_output(ctx, output, data)
         else:
             sys.stdout.buffer.write(data)
             sys.stdout.buffer.flush()

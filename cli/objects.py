@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from evstore import Document
 from evstore.db import Database
 from evstore.errors import InputError
 
-from .common import Ctx, emit, fail, open_store, pass_ctx, read_input
+from .common import Ctx, emit, fail, open_store, pass_ctx, read_input, write_output
 
 __all__ = ["register"]
 
@@ -52,6 +53,8 @@ def _collect(files: tuple[str, ...], kind: str | None, contents: tuple[str, ...]
              source_document: str | None) -> tuple[list[Document], dict[str, Any], list[bytes]]:
     if sum(1 for x in (files,) for f in x if f == "-") > 1:
         raise click.UsageError("stdin (-) can be read once")
+    if kind is not None and not kind:
+        raise InputError("--kind is empty; give a kind name (docs/kinds.md)", code="kind.unknown")
     docs = [Document(read_input(f), name=f, kind=kind) for f in files]
     supplied = [read_input(c) for c in contents]
     options: dict[str, Any] = {}
@@ -228,13 +231,11 @@ def register(cli: click.Group) -> None:
         REF: blake3:<hex>, sha256:<hex>, sha256:<base64url> or object-store:sha256:<base64url>.
         Exit codes: 0 ok; 1 ref.syntax, not-found.blob, corruption.*.
         """
-        with open_store(ctx) as store, store.open_blob(ref) as (_digest, chunks):
+        with open_store(ctx) as store, store.open_blob(ref) as (digest, chunks):
             first = next(chunks, b"")  # verification happens before the first chunk
             if output:
-                with Path(output).open("wb") as fh:
-                    fh.write(first)
-                    for c in chunks:
-                        fh.write(c)
+                write_output(ctx, output, itertools.chain([first], chunks),
+                             {"address": digest.address})
             else:
                 out = sys.stdout.buffer
                 out.write(first)
@@ -334,7 +335,9 @@ def register(cli: click.Group) -> None:
         Exit codes: 0 ok; 1 store error.
         """
         with open_store(ctx) as store:
-            rows = store.ls(kind, attr=("workspace_id", workspace) if workspace is not None else None)
+            rows = store.ls(
+                kind, attr=("workspace_id", workspace.lower()) if workspace is not None else None
+            )
         emit(ctx, {"artifacts": [r.to_dict() for r in rows]},
              lambda x: [click.echo(f"{r['address']}  {r['kind']}  {r['size']}  {r['accepted_at']}") for r in x["artifacts"]])
 

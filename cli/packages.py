@@ -18,7 +18,7 @@ from evstore.canonical import loads
 from evstore.errors import InputError
 from evstore.packages import context_fixed_point, measure_context
 
-from .common import Ctx, emit, fail, open_store, pass_ctx, read_input
+from .common import write_output, Ctx, emit, fail, open_store, pass_ctx, read_input
 
 __all__ = ["register"]
 
@@ -51,7 +51,7 @@ def register(cli: click.Group) -> None:
         with open_store(ctx) as store:
             data = store.packages.export(ref)
         if output:
-            Path(output).write_bytes(data)
+            write_output(ctx, output, data)
             return
         sys.stdout.buffer.write(data + b"\n")
         sys.stdout.buffer.flush()

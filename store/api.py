@@ -291,6 +291,16 @@ class Store:
                 except EvstoreError as err:
                     err.path = err.path or d.name
                     raise
+            unused = txn.unused_supplied()
+            if unused:
+                # The caller meant those bytes for a document (--content, --source); silently
+                # ignoring them would hide a wrong file or a wrong document.
+                raise InputError(
+                    f"{len(unused)} supplied byte string(s) are used by no document "
+                    f"(sha256:{unused[0]}{', ...' if len(unused) > 1 else ''})",
+                    code="input.unused-content",
+                    details={"sha256": unused},
+                )
             return report
 
         return self.transaction(work, options=options, supplied=supplied)
@@ -414,7 +424,6 @@ class Store:
             CorruptionError (``corruption.*``) and the kinds' own errors, each with
             ``details["address"]``.
         """
-        from .digests import Hasher
 
         self._live()
         with self.reading() as txn:
@@ -428,20 +437,12 @@ class Store:
                 ).order_by(blobs.c.address)
             ).all()
             for r in rows:
-                row = _blobs.BlobRow(Digest(r.address, r.sha256, int(r.size)), r.chunk_set)
-                h = Hasher()
-                for chunk in _blobs._iter_raw(conn, r.address):
-                    h.update(chunk)
-                got = h.digest()
-                if got.size != row.digest.size or got.blake3 != r.address:
-                    yield _blobs._corrupt(
-                        r.address,
-                        "digest mismatch"
-                        if got.size == row.digest.size
-                        else f"size {got.size} != {row.digest.size}",
-                    )
-                elif got.sha256 != r.sha256:
-                    yield _corruption_sha(r.address)
+                try:
+                    err = _blobs.verify_stored(conn, _blobs._row(r))
+                except EvstoreError as exc:  # a malformed row: report it and carry on
+                    err = exc
+                if err is not None:
+                    yield err
                 done += 1
                 if progress:
                     progress(done, total)
@@ -561,11 +562,3 @@ def _info(r: Any) -> ArtifactInfo:
     )
 
 
-def _corruption_sha(address: str) -> EvstoreError:
-    from .errors import CorruptionError
-
-    return CorruptionError(
-        f"the SHA-256 index of blake3:{address} does not match its bytes",
-        code="corruption.sha256-index",
-        details={"address": "blake3:" + address},
-    )

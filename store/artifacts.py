@@ -28,8 +28,8 @@ __all__ = [
     "Warning_",
     "artifact_kinds",
     "iso_utc",
-    "put_artifacts",
     "put_artifact",
+    "put_artifacts",
     "warnings_of",
 ]
 

@@ -38,6 +38,7 @@ __all__ = [
     "iter_verified",
     "lookup",
     "lookup_sha256",
+    "lookup_sha256_all",
     "put_bytes",
     "put_many",
     "put_stream",
@@ -84,7 +85,27 @@ def insert_ignore(conn: Connection, table: sa.Table, rows: Sequence[dict[str, An
 
 
 def _row(r: Any) -> BlobRow:
-    return BlobRow(Digest(r.address, r.sha256, int(r.size)), r.chunk_set)
+    try:
+        size = int(r.size)
+        chunk_set = None if r.chunk_set is None else int(r.chunk_set)
+    except (TypeError, ValueError):
+        raise CorruptionError(
+            f"the index row of blake3:{r.address} is malformed (size {r.size!r}); not served",
+            code="corruption.row",
+            details={"address": f"blake3:{r.address}"},
+        ) from None
+    return BlobRow(Digest(r.address, r.sha256, size), chunk_set)
+
+
+def _as_bytes(value: Any, address: str) -> bytes:
+    # A row edited outside evstore may hold TEXT where bytes belong: that is corruption.
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise CorruptionError(
+        f"stored bytes of blake3:{address} are not bytes ({type(value).__name__}); not served",
+        code="corruption.row",
+        details={"address": f"blake3:{address}"},
+    )
 
 
 def lookup(conn: Connection, ref: ContentRef) -> BlobRow | None:
@@ -95,6 +116,12 @@ def lookup(conn: Connection, ref: ContentRef) -> BlobRow | None:
     else:
         r = conn.execute(sa.select(*cols).where(blobs.c.sha256 == ref.hex).limit(1)).first()
     return _row(r) if r is not None else None
+
+
+def lookup_sha256_all(conn: Connection, sha256_hex: str) -> list[BlobRow]:
+    """Every blob row whose recorded SHA-256 is ``sha256_hex`` (normally zero or one)."""
+    cols = (blobs.c.address, blobs.c.sha256, blobs.c.size, blobs.c.chunk_set)
+    return [_row(r) for r in conn.execute(sa.select(*cols).where(blobs.c.sha256 == sha256_hex))]
 
 
 def lookup_sha256(conn: Connection, sha256_hex: str) -> BlobRow | None:
@@ -117,7 +144,7 @@ def _iter_raw(conn: Connection, address: str) -> Iterator[bytes]:
     if r is None:
         raise NotFound(f"no blob blake3:{address}", code="not-found.blob")
     if r.chunk_set is None:
-        yield bytes(r.data or b"")
+        yield b"" if r.data is None else _as_bytes(r.data, address)
         return
     seq = 0
     while True:
@@ -129,7 +156,7 @@ def _iter_raw(conn: Connection, address: str) -> Iterator[bytes]:
         ).first()
         if c is None:
             return
-        yield bytes(c.data)
+        yield _as_bytes(c.data, address)
         seq += 1
 
 
@@ -138,26 +165,41 @@ def verify_stored(conn: Connection, row: BlobRow) -> CorruptionError | None:
     h = Hasher()
     for chunk in _iter_raw(conn, row.digest.blake3):
         h.update(chunk)
-    got = h.digest()
+    return _compare(row, h.digest())
+
+
+def _compare(row: BlobRow, got: Digest) -> CorruptionError | None:
+    """Size, BLAKE3 and SHA-256 of the bytes read against the row.
+
+    The SHA-256 is checked too because lookups by ``sha256:`` refs go through the indexed
+    column: a tampered column must not make other bytes answer for that digest.
+    """
     if got.size != row.digest.size:
         return _corrupt(row.digest.blake3, f"size {got.size} != {row.digest.size}")
     if got.blake3 != row.digest.blake3:
         return _corrupt(row.digest.blake3, "digest mismatch")
+    if got.sha256 != row.digest.sha256:
+        return CorruptionError(
+            f"the SHA-256 recorded for blake3:{row.digest.blake3} does not match its bytes;"
+            " not served",
+            code="corruption.sha256-index",
+            details={"address": "blake3:" + row.digest.blake3},
+        )
     return None
 
 
 def read_verified(conn: Connection, row: BlobRow) -> bytes:
-    """All bytes of a blob, after checking size and BLAKE3.
+    """All bytes of a blob, after checking size, BLAKE3 and SHA-256.
 
     Raises:
-        CorruptionError: ``corruption.size`` or ``corruption.digest``; no byte is returned.
+        CorruptionError: ``corruption.size``, ``corruption.digest``,
+            ``corruption.sha256-index`` or ``corruption.row``; no byte is returned.
     """
     parts = list(_iter_raw(conn, row.digest.blake3))
     data = parts[0] if len(parts) == 1 else b"".join(parts)
-    if len(data) != row.digest.size:
-        raise _corrupt(row.digest.blake3, f"size {len(data)} != {row.digest.size}")
-    if digest_bytes(data).blake3 != row.digest.blake3:
-        raise _corrupt(row.digest.blake3, "digest mismatch")
+    err = _compare(row, digest_bytes(data))
+    if err is not None:
+        raise err
     return data
 
 

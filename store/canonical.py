@@ -70,7 +70,7 @@ def _parse_int(text: str) -> int:
     raise _err("json.int-range", f"integer {text} is beyond +-(2**53-1)")
 
 
-def _parse_float(text: str) -> float:
+def _parse_float(text: str) -> float | int:
     value = float(text)
     if value != value or value in (float("inf"), float("-inf")):
         raise _err("json.non-finite", f"{_short(text)} overflows a double")
@@ -79,6 +79,13 @@ def _parse_float(text: str) -> float:
             "json.int-range",
             f"{_short(text)} is canonically the integer {int(value)}, beyond +-(2**53-1)",
         )
+    if value == 0.0 and any(c in "123456789" for c in text.split("e")[0].split("E")[0]):
+        raise _err("json.number-range", f"{_short(text)} underflows to zero and would not round-trip")
+    if value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
+        # 541.0 is canonically 541 (RFC 8785 section 3.2.2.3): return what parse(canonical)
+        # returns, so every rule judges a value the same way whatever its spelling, just as
+        # its address does.
+        return int(value)  # type: ignore[return-value]
     return value
 
 

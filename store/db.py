@@ -120,16 +120,25 @@ class Database:
     """
 
     def __init__(self, url: str) -> None:
+        if not url.strip():
+            raise StoreStateError("the store URL is empty", code="store.url")
         self.url = normalize_url(url)
         try:
             parsed = make_url(self.url)
-        except ArgumentError as exc:
+            _ = parsed.port  # a malformed port raises here, not later
+        except (ArgumentError, ValueError) as exc:
             raise StoreStateError(f"not a store URL: {url!r} ({exc})", code="store.url") from None
         self.backend = parsed.get_backend_name()
-        if self.backend not in ("sqlite", "postgresql"):
+        driver = parsed.get_driver_name()
+        if (self.backend, driver) not in (("sqlite", "pysqlite"), ("postgresql", "psycopg")):
             raise StoreStateError(
-                f"unsupported backend {self.backend!r}: use sqlite:/// or postgresql://",
+                f"unsupported store URL {parsed.drivername!r}: use sqlite:///PATH or"
+                " postgresql://USER@HOST/DB (psycopg 3)",
                 code="store.url",
+            )
+        if parsed.query:
+            raise StoreStateError(
+                f"store URL options are not supported: {sorted(parsed.query)}", code="store.url"
             )
         self.display_url = parsed.render_as_string(hide_password=True)
         self.sqlite_path: Path | None = None
@@ -195,13 +204,29 @@ class Database:
                 code="store.schema-ahead",
             )
         if self.sqlite_path is not None:
-            self.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreStateError(
+                    f"cannot create the store's folder {self.sqlite_path.parent}: {exc.strerror}",
+                    code="store.unreachable",
+                ) from None
         try:
             with self.engine.begin() as conn:
+                if self.backend == "postgresql":
+                    # Several processes may create one store at once: one migrates, the others
+                    # wait here and then find the schema current (alembic's upgrade is a no-op).
+                    conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7403012511)")
                 cfg.attributes["connection"] = conn
                 command.upgrade(cfg, "head")
         except SQLAlchemyError as exc:
             raise translate(exc, self.display_url) from None
+        except Exception as exc:  # alembic's own errors (e.g. an alembic_version with two rows)
+            if isinstance(exc, StoreStateError):
+                raise
+            raise StoreStateError(
+                f"cannot migrate {self.display_url}: {exc}", code="store.database"
+            ) from None
         return before, head_revision()
 
     def require_current(self) -> None:

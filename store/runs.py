@@ -181,15 +181,23 @@ def check_logical_name(name: Any) -> str | None:
 
 def _read_inside(root: Path, name: str, pointer: str) -> bytes | None:
     """The bytes of logical file ``name`` (None when absent), refusing escapes via symlinks."""
-    real = Path(os.path.realpath(root / name))
-    if real != root and root not in real.parents:
+    try:
+        real = Path(os.path.realpath(root / name))
+        if real != root and root not in real.parents:
+            raise _err(
+                "bundle.path-unsafe", f"{name!r} resolves outside the bundle", pointer, path=name
+            )
+        if not real.exists():
+            return None
+        if not real.is_file():
+            raise _err(
+                "bundle.file-missing", f"{name!r} is not a regular file", pointer, path=name
+            )
+    except OSError as exc:  # e.g. a name longer than the file system allows
         raise _err(
-            "bundle.path-unsafe", f"{name!r} resolves outside the bundle", pointer, path=name
-        )
-    if not real.exists():
-        return None
-    if not real.is_file():
-        raise _err("bundle.file-missing", f"{name!r} is not a regular file", pointer, path=name)
+            "bundle.path-unsafe", f"{name[:80]!r} cannot be a file here: {exc.strerror}", pointer,
+            path=name[:200],
+        ) from None
     try:
         return real.read_bytes()
     except OSError as exc:

@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .errors import InputError
+from .errors import CorruptionError, InputError
 from .tables import settings as settings_table
 
 __all__ = ["SETTINGS", "Setting", "load_settings", "parse_setting_value", "write_setting"]
@@ -65,8 +65,32 @@ def load_settings(conn: Connection) -> dict[str, Any]:
     values = {name: s.default for name, s in SETTINGS.items()}
     for name, raw in conn.execute(sa.select(settings_table.c.name, settings_table.c.value)):
         if name in SETTINGS:
-            values[name] = json.loads(raw)
+            values[name] = _decode(name, raw)
     return values
+
+
+def _decode(name: str, raw: Any) -> Any:
+    """A stored setting value, refusing anything evstore would not have written."""
+    s = SETTINGS[name]
+    try:
+        value = json.loads(raw)
+    except (TypeError, ValueError):
+        value = _INVALID
+    ok = (
+        isinstance(value, list) and all(isinstance(x, str) and x for x in value)
+        if s.type is list
+        else type(value) is s.type
+    )
+    if not ok:
+        raise CorruptionError(
+            f"the stored setting {name} is not a {s.type.__name__}: {str(raw)[:60]!r};"
+            f" set it again with `evstore config {name} VALUE`",
+            code="corruption.setting",
+        )
+    return value
+
+
+_INVALID = object()
 
 
 def parse_setting_value(name: str, text: str) -> Any:
@@ -96,7 +120,7 @@ def parse_setting_value(name: str, text: str) -> Any:
         except ValueError:
             pass
     elif s.type is list:
-        if t.startswith("["):
+        if t.startswith(("[", "{")):
             try:
                 v = json.loads(t)
             except ValueError:

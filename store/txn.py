@@ -59,6 +59,8 @@ class Txn:
         # Bytes supplied with the command (--content, --source, bundle files), by SHA-256 hex.
         # They are stored only when a document uses them.
         self._supplied: dict[str, bytes] = {}
+        self._used: set[str] = set()
+        self._verified: dict[str, _blobs.BlobRow] = {}
         for data in supplied:
             self.supply(data)
 
@@ -81,19 +83,49 @@ class Txn:
         return sha
 
     def blob_by_sha256(self, sha256_hex: str) -> _blobs.BlobRow | None:
-        """The stored blob with this SHA-256, storing supplied bytes on first use; or None."""
-        row = _blobs.lookup_sha256(self.conn, sha256_hex)
-        if row is not None:
-            return row
+        """The stored blob whose bytes have this SHA-256, storing supplied bytes on first use.
+
+        The stored bytes are re-hashed (once per transaction) before the row is trusted: the
+        SHA-256 column is an index, and a tampered index must not bind other bytes. A corrupt
+        copy is repaired from supplied bytes when the command supplied them.
+
+        Returns:
+            The verified :class:`~evstore.blobs.BlobRow`, or None when nothing has that digest.
+
+        Raises:
+            CorruptionError: the only stored candidates are corrupt and nothing was supplied.
+        """
+        if sha256_hex in self._supplied:
+            self._used.add(sha256_hex)
+        cached = self._verified.get(sha256_hex)
+        if cached is not None:
+            return cached
+        corrupt: EvstoreError | None = None
+        for row in _blobs.lookup_sha256_all(self.conn, sha256_hex):
+            err = _blobs.verify_stored(self.conn, row)
+            if err is None:
+                self._verified[sha256_hex] = row
+                return row
+            corrupt = err
         data = self._supplied.get(sha256_hex)
         if data is None or self.mode == "audit":
+            if corrupt is not None:
+                raise corrupt
             return None
         put = _blobs.put_bytes(self.conn, data)
-        return _blobs.BlobRow(put.digest, None)
+        row = _blobs.BlobRow(put.digest, None)
+        self._verified[sha256_hex] = row
+        return row
 
     def supplied_bytes(self, sha256_hex: str) -> bytes | None:
         """Bytes supplied with this command whose SHA-256 is ``sha256_hex`` (not yet stored)."""
+        if sha256_hex in self._supplied:
+            self._used.add(sha256_hex)
         return self._supplied.get(sha256_hex)
+
+    def unused_supplied(self) -> list[str]:
+        """SHA-256 hex of supplied byte strings no document of this command has used."""
+        return [h for h in self._supplied if h not in self._used]
 
     def read_blob(self, row: _blobs.BlobRow) -> bytes:
         """A stored blob's bytes, verified (CorruptionError on mismatch)."""

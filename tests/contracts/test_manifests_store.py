@@ -409,11 +409,18 @@ def test_the_manifest_itself_is_not_a_content_candidate(store: evstore.Store) ->
     assert info.value.code == m.CONTENT_DIGEST
 
 
-def test_stored_content_wins_over_a_wrong_supplied_file(store: evstore.Store) -> None:
+def test_a_wrong_supplied_file_is_refused_even_when_content_is_stored(
+    store: evstore.Store, snapshot: Any
+) -> None:
+    # The stored content would satisfy the manifest, but the caller supplied another file
+    # for it: evstore refuses rather than silently ignoring what the user gave it.
     store.put(CONTENT)
-    assert store.manifests.ingest(_bytes(build()), OTHER).new is True
-    other = "sha256:" + sha256_b64u(OTHER)
-    assert store.has([other]) == [other]  # the unused file is not stored
+    before = snapshot(store)
+    with pytest.raises(evstore.InputError) as info:
+        store.manifests.ingest(_bytes(build()), OTHER)
+    assert info.value.code == "input.unused-content"
+    assert snapshot(store) == before
+    assert store.manifests.ingest(_bytes(build())).new is True
 
 
 def test_batch_with_one_content_file(store: evstore.Store, snapshot: Any) -> None:

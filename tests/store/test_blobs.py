@@ -116,3 +116,33 @@ def test_sha256_index_corruption_is_reported_by_check(store):
     with store.db.engine.begin() as conn:
         conn.execute(sa.update(blobs).where(blobs.c.address == put.digest.blake3).values(sha256="0" * 64))
     assert [f.code for f in store.check()] == ["corruption.sha256-index"]
+
+
+def test_tampered_sha256_index_never_answers_for_other_bytes(store):
+    a = store.put(b"AAAA")
+    b = store.put(b"BBBB")
+    with store.db.engine.begin() as conn:  # A's row now claims B's SHA-256; B's row is gone
+        conn.execute(sa.delete(blobs).where(blobs.c.address == b.digest.blake3))
+        conn.execute(sa.update(blobs).where(blobs.c.address == a.digest.blake3)
+                     .values(sha256=b.digest.sha256))
+    with pytest.raises(evstore.CorruptionError) as exc:
+        store.get("sha256:" + b.digest.sha256)
+    assert exc.value.code == "corruption.sha256-index"
+    # and a write-time lookup by SHA-256 does not bind the wrong bytes
+    with pytest.raises(evstore.CorruptionError):
+        store.transaction(lambda t: t.blob_by_sha256(b.digest.sha256))
+    # supplying the right bytes stores them properly
+    row = store.transaction(lambda t: t.blob_by_sha256(b.digest.sha256), supplied=[b"BBBB"])
+    assert row.digest.blake3 == b.digest.blake3
+
+
+def test_malformed_rows_are_corruption_not_crashes(store):
+    a = store.put(b"AAAA")
+    if store.db.backend != "sqlite":
+        pytest.skip("only SQLite lets a row hold TEXT in a BLOB column")
+    with store.db.engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE blobs SET data = 'AAAA' WHERE address = ?", (a.digest.blake3,))
+    with pytest.raises(evstore.CorruptionError) as exc:
+        store.get(a.digest.address)
+    assert exc.value.code == "corruption.row"
+    assert [f.code for f in store.check()] == ["corruption.row"]

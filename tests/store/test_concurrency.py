@@ -61,3 +61,23 @@ def test_eight_writers(store_url):
     assert n_blobs == 2 * (15 + 8 * 15)
     assert n_arts == 15 + 8 * 15
     assert n_bind == 1
+
+
+CREATOR = r"""
+import sys
+import evstore
+with evstore.open(sys.argv[1], create=True) as s:
+    s.put(b"first use")
+print("ok")
+"""
+
+
+def test_eight_processes_create_one_store_at_once(empty_url):
+    procs = [subprocess.Popen([sys.executable, "-c", CREATOR, empty_url], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(8)]
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        assert out.strip() == "ok"
+    with evstore.open(empty_url) as s:
+        assert s.has(["sha256:" + __import__("hashlib").sha256(b"first use").hexdigest()]) == []

@@ -53,6 +53,10 @@ def test_limits_are_the_documented_ones() -> None:
 # ---------------------------------------------------------------------------------------
 
 REJECT: list[tuple[str, bytes | str, str, str | None]] = [
+    # --- json.number-range: non-zero numbers that underflow to zero ---------------------
+    ("underflow", b"1e-400", "json.number-range", ""),
+    ("underflow-nested", b'{"a":[0, 1e-999]}', "json.number-range", "/a/1"),
+    ("underflow-long-fraction", b"0." + b"0" * 400 + b"1", "json.number-range", ""),
     # --- json.duplicate-key, at any depth --------------------------------------------
     ("dup-top", b'{"a":1,"a":2}', "json.duplicate-key", None),
     ("dup-same-value", b'{"a":1,"a":1}', "json.duplicate-key", None),
@@ -243,8 +247,9 @@ ACCEPT: list[tuple[str, bytes | str, bytes]] = [
     ("float-1.5e300", b"1.5e300", b"1.5e+300"),
     ("float-max", b"1.7976931348623157e308", b"1.7976931348623157e+308"),
     ("float-min-subnormal", b"5e-324", b"5e-324"),
-    ("float-underflow", b"1e-400", b"0"),
     ("float-small", b"0.000001", b"0.000001"),
+    ("zero-with-exponent", b"0e-999", b"0"),
+    ("integral-float-is-an-integer", b"[541.0, -0.0, 1e3]", b"[541,0,1000]"),
     ("float-smaller", b"1e-7", b"1e-7"),
     ("float-point-1", b"0.1", b"0.1"),
     # a valid escaped surrogate pair is one code point
