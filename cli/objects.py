@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -121,12 +122,15 @@ def register(cli: click.Group) -> None:
     def config(ctx: Ctx, name: str | None, value: str | None) -> None:
         """Show settings, show one (NAME), or set one (NAME VALUE). docs/settings.md lists them.
 
+        Values print as JSON. Booleans take true/false; lists take a JSON array of strings
+        or a comma-separated list (a.rev,b.rev).
+
         Exit codes: 0 ok; 1 config.unknown, config.value, store errors.
         """
         with open_store(ctx) as store:
             if name is not None and value is not None:
                 stored = store.set_config(name, value)
-                emit(ctx, {name: stored}, f"{name} = {stored!r}")
+                emit(ctx, {name: stored}, f"{name} = {json.dumps(stored)}")
                 return
             values = store.config()
             if name is not None:
@@ -135,7 +139,7 @@ def register(cli: click.Group) -> None:
 
                     parse_setting_value(name, "")
                 values = {name: values[name]}
-            emit(ctx, values, lambda v: [click.echo(f"{k} = {v[k]!r}") for k in sorted(v)])
+            emit(ctx, values, lambda v: [click.echo(f"{k} = {json.dumps(v[k])}") for k in sorted(v)])
 
     @cli.command()
     @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
@@ -159,6 +163,8 @@ def register(cli: click.Group) -> None:
             d = res.digest.forms()
             d["new"] = res.new
             emit(ctx, d, _digest_lines(d, digests))
+            if not res.new and not ctx.json:
+                click.echo("already stored (not new)", err=True)
 
     @cli.command()
     @_ingest_options

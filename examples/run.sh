@@ -20,9 +20,9 @@ evstore ingest --content "$EX"/manifests/rendered-evidence.md "$EX"/manifests/ma
 
 echo "== insonic answer evidence packages (packages before the envelope that cites them)"
 evstore ingest "$EX"/packages/*.json
-evstore export 7d3e9f10-2a4b-4c6d-8e0f-1a2b3c4d5e6f > package-export.json
-echo "exported the retained package with its current observations to package-export.json:"
-python3 -c 'import json,sys; o=json.load(open("package-export.json"))["observations"]; print(json.dumps(o["freshness"], indent=1))'
+echo "export of the retained package, with its current observations (freshness shown):"
+evstore export 7d3e9f10-2a4b-4c6d-8e0f-1a2b3c4d5e6f \
+  | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["observations"]["freshness"], indent=1))'
 
 echo "== a run's JSON bundle (evidence context, fragments with sources, manifest, package) as one run record"
 RUN=$(evstore --json ingest-bundle "$EX"/bundle | python3 -c 'import json,sys;print(json.load(sys.stdin)["run"]["address"])')

@@ -1,4 +1,6 @@
-"""Generate docs/errors.md and docs/settings.md from the code (run: python tools/gen_docs.py).
+"""Generate docs/errors.md, docs/settings.md and docs/cli.md from the code.
+
+Run: python tools/gen_docs.py.
 
 tests/test_docs.py fails when the committed files differ from what this prints.
 """
@@ -75,10 +77,15 @@ def cli_md() -> str:
     ]
     ctx = click.Context(cli, info_name="evstore", **cli.context_settings)
     lines += ["## evstore", "", "```", cli.get_help(ctx), "```", ""]
-    for name in sorted(cli.commands):
-        cmd = cli.commands[name]
-        sub = click.Context(cmd, info_name=name, parent=ctx)
-        lines += [f"## evstore {name}", "", "```", cmd.get_help(sub), "```", ""]
+    def walk(group: click.Group, parent: click.Context, path: str) -> None:
+        for name in sorted(group.commands):
+            cmd = group.commands[name]
+            sub = click.Context(cmd, info_name=name, parent=parent)
+            lines.extend([f"## {path} {name}", "", "```", cmd.get_help(sub), "```", ""])
+            if isinstance(cmd, click.Group):
+                walk(cmd, sub, f"{path} {name}")
+
+    walk(cli, ctx, "evstore")
     return "\n".join(lines)
 
 
