@@ -112,6 +112,75 @@ _DECODER = json.JSONDecoder(
 )
 
 
+class _Fault(Exception):
+    """The fast scan found a problem; the slow walk then raises it with its pointer."""
+
+
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
+def _scan(value: Any, check_numbers: bool) -> bool:
+    """One pointer-free pass over a value: depth, lone surrogates, and (for Python-built values)
+    number ranges. Raises :class:`_Fault` on a problem, so the common case builds no pointers.
+
+    Returns:
+        True when the value holds no float and no member name outside the Basic Multilingual
+        Plane: its RFC 8785 form is then exactly ``json.dumps`` with sorted keys (RFC 8785
+        sorts names by UTF-16 code units, which is code point order within the BMP; strings,
+        integers and literals serialise identically). tests/property checks this against
+        the ``rfc8785`` package on generated values.
+    """
+    simple = True
+    lone = _LONE_SURROGATE.search
+    astral = _ASTRAL.search
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        t = type(node)
+        if t is dict:
+            if depth > MAX_DEPTH:
+                raise _Fault
+            for key in node:
+                if type(key) is not str:
+                    simple = False
+                    continue
+                if lone(key):
+                    raise _Fault
+                if simple and astral(key):
+                    simple = False
+            children = node.values()
+        elif t is list:
+            if depth > MAX_DEPTH:
+                raise _Fault
+            children = node
+        else:
+            children = (node,)
+            depth -= 1
+        for child in children:
+            tc = type(child)
+            if tc is str:
+                if lone(child):
+                    raise _Fault
+            elif tc is dict or tc is list:
+                stack.append((child, depth + 1))
+            elif tc is int:
+                if check_numbers and not -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER:
+                    raise _Fault
+            elif tc is float:
+                simple = False
+                if check_numbers and (
+                    child != child
+                    or child in (float("inf"), float("-inf"))
+                    or _float_reads_back_out_of_range(child)
+                ):
+                    raise _Fault
+            elif child is None or tc is bool:
+                pass
+            else:  # tuples, subclasses, non-JSON types: the slow path decides
+                simple = False
+    return simple
+
+
 def _walk(value: Any) -> None:
     """Check depth and lone surrogates; both need the parsed tree (iterative: no recursion)."""
     stack: list[tuple[Any, str, int]] = [(value, "", 1)]
@@ -212,8 +281,14 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
 
     Raises:
         JSONFormError: ``json.bom``, ``json.utf8``, ``json.syntax``, ``json.duplicate-key``,
-            ``json.non-finite``, ``json.surrogate``, ``json.int-range`` or ``json.depth``.
+            ``json.non-finite``, ``json.surrogate``, ``json.int-range``,
+            ``json.number-range`` or ``json.depth``.
     """
+    return _checked(_decode(data))[0]
+
+
+def _decode(data: bytes | bytearray | memoryview | str) -> Any:
+    """Text checks and the strict decoder (no tree walk)."""
     if isinstance(data, str):
         if data.startswith("\ufeff"):
             raise _err("json.bom", "a byte-order mark precedes the JSON text")
@@ -235,8 +310,16 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
         raise _err("json.syntax", f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise _err("json.depth", f"nesting deeper than {MAX_DEPTH}") from None
-    _walk(value)
     return value
+
+
+def _checked(value: Any) -> tuple[Any, bool]:
+    """Depth and lone surrogates of a parsed value: ``(value, simple)`` (see :func:`_scan`)."""
+    try:
+        return value, _scan(value, check_numbers=False)
+    except _Fault:
+        _walk(value)  # raises the fault with its pointer
+        raise AssertionError("fast and slow checks disagree") from None
 
 
 def dumps(value: Any) -> bytes:
@@ -250,8 +333,12 @@ def dumps(value: Any) -> bytes:
             canonically such an integer), ``json.non-finite``, ``json.surrogate``,
             ``json.depth``; TypeError for non-JSON types.
     """
-    _check_domain(value)
-    return _dumps_trusted(value)
+    try:
+        simple = _scan(value, check_numbers=True)
+    except _Fault:
+        _check_domain(value)  # raises the fault with its pointer
+        raise AssertionError("fast and slow checks disagree") from None
+    return _encode(value, simple)
 
 
 def _check_domain(value: Any) -> None:
@@ -275,8 +362,10 @@ def _check_domain(value: Any) -> None:
     _walk(value)
 
 
-def _dumps_trusted(value: Any) -> bytes:
-    """rfc8785 bytes of a value that came from :func:`loads` (already in the domain)."""
+def _encode(value: Any, simple: bool) -> bytes:
+    """RFC 8785 bytes: the C JSON encoder for simple values (see :func:`_scan`), else rfc8785."""
+    if simple:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
     try:
         return rfc8785.dumps(value)
     except rfc8785.IntegerDomainError as exc:
@@ -289,5 +378,5 @@ def _dumps_trusted(value: Any) -> bytes:
 
 def loads_canonical(data: bytes | bytearray | memoryview | str) -> tuple[Any, bytes]:
     """Parse strictly and return ``(value, canonical bytes)``; raises as :func:`loads`."""
-    value = loads(data)
-    return value, _dumps_trusted(value)
+    value, simple = _checked(_decode(data))
+    return value, _encode(value, simple)

@@ -286,3 +286,35 @@ def test_member_order_in_the_source_bytes_is_irrelevant(
     rnd.shuffle(items)
     backward = "{" + ",".join(json.dumps(k) + ":" + json.dumps(v) for k, v in reversed(items)) + "}"
     assert dumps(loads(forward.encode())) == dumps(loads(backward.encode())) == dumps(obj)
+
+
+# --- the fast path (C encoder with sorted keys) against the oracle ---------------------------
+_fast_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)
+_fast_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53 - 1), max_value=2**53 - 1)
+    | _fast_text,
+    lambda children: st.lists(children, max_size=5)
+    | st.dictionaries(_fast_text, children, max_size=5),
+    max_leaves=30,
+)
+
+
+@given(_fast_values)
+@example({"\ue000": 1, "\U00010000": 2})  # astral key: must fall back (UTF-16 order differs)
+@example({"a\u007f": "\x00\x1f\u2028\"\\/", "A": [True, None, -0]})
+def test_fast_path_is_byte_identical_to_rfc8785(value):
+    from evstore import canonical
+
+    assert canonical.dumps(value) == rfc8785.dumps(value)
+    has_astral_key = False
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            has_astral_key |= any(ord(c) > 0xFFFF for k in node for c in k)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    assert canonical._scan(value, check_numbers=True) is (not has_astral_key)
