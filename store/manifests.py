@@ -107,7 +107,6 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
-import rfc8785
 
 from .artifacts import ArtifactResult, Warning_
 from .canonical import dumps, loads
@@ -513,10 +512,7 @@ def compute_manifest_ref(doc: Mapping[str, Any]) -> str:
 
 def _manifest_ref(doc: Mapping[str, Any], *, parsed: bool) -> str:
     body = {key: value for key, value in doc.items() if key != "manifest/ref"}
-    # A document from the strict reader (the store's path: ``parsed``) is in RFC 8785's domain
-    # already; canonical.dumps would walk it twice more to prove that, which costs more than
-    # the canonicalisation itself on a 32-item manifest. Same oracle, same bytes.
-    canonical = rfc8785.dumps(body) if parsed else dumps(body)
+    canonical = dumps(body)  # the one canonical form (evstore.canonical), fast path included
     return MANIFEST_REF_PREFIX + sha256_b64u(canonical)
 
 
@@ -534,7 +530,7 @@ def _body_from_canonical(canonical: bytes, claimed: str) -> bytes | None:
     order). Returns None when the name occurs more than once (a nested member of that name:
     then the caller canonicalises the body instead).
     """
-    member = _MEMBER + rfc8785.dumps(claimed)
+    member = _MEMBER + dumps(claimed)
     start = -1
     at = canonical.find(_MEMBER)
     while at != -1:
@@ -935,9 +931,15 @@ def _sole_supplied(txn: Txn, doc: Any) -> tuple[str, bytes] | None:
     """The one byte string supplied with the command, other than the manifest itself, if one.
 
     None when none or several were supplied: then no bytes can be taken for the content.
+    Reading supplied bytes counts as using them (``Txn.unused_supplied``), so with three or
+    more supplied (at least two besides the manifest) none is read; this runs only when the
+    content was not found, and a content fault follows.
     """
+    shas = txn.supplied_sha256s()
+    if len(shas) > 2:
+        return None
     found: tuple[str, bytes] | None = None
-    for sha in txn.supplied_sha256s():
+    for sha in shas:
         data = txn.supplied_bytes(sha)
         if data is None or _is_this_document(data, doc):
             continue
