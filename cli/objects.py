@@ -351,7 +351,8 @@ def register(cli: click.Group) -> None:
     @pass_ctx
     def check(ctx: Ctx) -> None:
         """Re-verify the whole store: re-hash every blob, re-canonicalise and re-validate every
-        artifact by its kind (contract rules and bindings). Lists every fault.
+        artifact by its kind (contract rules and bindings). Lists every fault, then the
+        warnings recorded at ingest (warnings do not fail the check).
 
         Exit codes: 0 no fault; 1 any fault or store error.
         """
@@ -368,10 +369,14 @@ def register(cli: click.Group) -> None:
                 if not ctx.json:
                     addr = f.details.get("address", "")
                     click.echo(f"{addr} {f.code} at {f.pointer or '/'}: {f.message}")
+            warns = store.recorded_warnings()
         if ctx.json:
-            click.echo(__import__("json").dumps({"ok": not faults, "faults": [f.to_dict() for f in faults]},
-                                                ensure_ascii=False, sort_keys=True))
-        elif not faults:
-            click.echo("ok: no faults")
+            click.echo(json.dumps({"ok": not faults, "faults": [f.to_dict() for f in faults],
+                                   "warnings": warns}, ensure_ascii=False, sort_keys=True))
+        else:
+            for w in warns:
+                click.echo(f"{w['address']} warning {w['code']} at {w['pointer'] or '/'}: {w['message']}")
+            if not faults:
+                click.echo(f"ok: no faults ({len(warns)} recorded warning(s))" if warns else "ok: no faults")
         if faults:
             sys.exit(1)

@@ -236,11 +236,30 @@ def iter_verified(conn: Connection, row: BlobRow) -> Iterator[bytes]:
 
 
 def _existing(conn: Connection, addresses: Sequence[str]) -> dict[str, BlobRow]:
+    """Index rows of the stored blobs among ``addresses``.
+
+    PostgreSQL takes the whole list as one array parameter (one round trip); SQLite takes
+    lists of :data:`_IN_BATCH` (its bound-parameter limit).
+    """
     found: dict[str, BlobRow] = {}
-    cols = (blobs.c.address, blobs.c.sha256, blobs.c.size, blobs.c.chunk_set)
+    if not addresses:
+        return found
+    if conn.dialect.name == "postgresql":
+        result = conn.exec_driver_sql(
+            "SELECT address, sha256, size, chunk_set FROM blobs WHERE address = ANY(%s)",
+            (list(addresses),),
+        )
+        for r in result:
+            found[r.address] = _row(r)
+        return found
     for i in range(0, len(addresses), _IN_BATCH):
-        part = addresses[i : i + _IN_BATCH]
-        for r in conn.execute(sa.select(*cols).where(blobs.c.address.in_(part))):
+        part = tuple(addresses[i : i + _IN_BATCH])
+        sql = (
+            "SELECT address, sha256, size, chunk_set FROM blobs WHERE address IN ("
+            + ",".join("?" * len(part))
+            + ")"
+        )
+        for r in conn.exec_driver_sql(sql, part):
             found[r.address] = _row(r)
     return found
 
@@ -311,29 +330,40 @@ def put_many(conn: Connection, items: Sequence[bytes]) -> list[PutResult]:
 
 
 def _copy_blobs(conn: Connection, rows: list[dict[str, Any]]) -> None:
-    """PostgreSQL bulk path: binary COPY into a temp table, then insert-ignore from it.
+    """PostgreSQL bulk path: binary COPY straight into ``blobs`` inside a savepoint.
 
-    COPY cannot skip duplicates itself, and a concurrent writer may have stored some of the
-    same blobs since we looked, so the rows go through a staging table.
+    COPY cannot skip duplicates, and a concurrent writer may have stored some of the same
+    blobs since we looked: on a unique-key violation the savepoint is rolled back and the rows
+    go through a staging table and ``INSERT ... ON CONFLICT DO NOTHING`` instead.
     """
+    import psycopg
+
     raw = conn.connection.dbapi_connection
     assert raw is not None
+    columns = "address, sha256, size, data, chunk_set"
+    types = ["varchar", "varchar", "int8", "bytea", "int8"]
+
+    def copy_into(cur: Any, table: str) -> None:
+        with cur.copy(f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(types)
+            for r in rows:
+                copy.write_row((r["address"], r["sha256"], r["size"], r["data"], r["chunk_set"]))
+
+    try:
+        with conn.begin_nested(), raw.cursor() as cur:
+            copy_into(cur, "blobs")
+        return
+    except psycopg.errors.UniqueViolation:
+        pass
     with raw.cursor() as cur:
         cur.execute(
             "CREATE TEMP TABLE IF NOT EXISTS evstore_blob_stage "
             "(address varchar(64), sha256 varchar(64), size bigint, data bytea, chunk_set bigint)"
             " ON COMMIT DELETE ROWS"
         )
-        with cur.copy(
-            "COPY evstore_blob_stage (address, sha256, size, data, chunk_set) FROM STDIN"
-            " (FORMAT BINARY)"
-        ) as copy:
-            copy.set_types(["varchar", "varchar", "int8", "bytea", "int8"])
-            for r in rows:
-                copy.write_row((r["address"], r["sha256"], r["size"], r["data"], r["chunk_set"]))
+        copy_into(cur, "evstore_blob_stage")
         cur.execute(
-            "INSERT INTO blobs (address, sha256, size, data, chunk_set) "
-            "SELECT address, sha256, size, data, chunk_set FROM evstore_blob_stage "
+            f"INSERT INTO blobs ({columns}) SELECT {columns} FROM evstore_blob_stage "
             "ON CONFLICT DO NOTHING"
         )
         cur.execute("DELETE FROM evstore_blob_stage")

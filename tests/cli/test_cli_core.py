@@ -149,3 +149,18 @@ def test_console_script_no_traceback_on_bad_input(tmp_path):
                        capture_output=True, text=True)
     assert p.returncode == 1
     assert "Traceback" not in p.stderr and "json.utf8" in p.stderr
+
+
+def test_check_lists_recorded_warnings_without_failing(run):
+    import evstore
+    from evstore.artifacts import Warning_
+
+    run("init")
+    with evstore.open(run.url) as s:
+        s.transaction(lambda t: t.put_artifact("json", "rfc8785", b"{}",
+                                               warnings=[Warning_("test.warn", "w", "/x")]))
+    r = run("--json", "check")
+    assert r.exit_code == 0
+    out = json.loads(r.stdout)
+    assert out["ok"] and [w["code"] for w in out["warnings"]] == ["test.warn"]
+    assert "test.warn" in run("check").stdout

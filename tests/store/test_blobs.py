@@ -146,3 +146,21 @@ def test_malformed_rows_are_corruption_not_crashes(store):
         store.get(a.digest.address)
     assert exc.value.code == "corruption.row"
     assert [f.code for f in store.check()] == ["corruption.row"]
+
+
+def test_bulk_copy_falls_back_when_a_concurrent_writer_stored_a_row_first(store):
+    if store.db.backend != "postgresql":
+        pytest.skip("the COPY bulk path is PostgreSQL's")
+    from evstore import blobs as b
+
+    datas = [b"row %d" % i for i in range(1200)]
+    store.put(datas[7])  # stored by "someone else" after our existence check
+    rows = []
+    for d in datas:
+        dg = digest_bytes(d)
+        rows.append({"address": dg.blake3, "sha256": dg.sha256, "size": dg.size, "data": d,
+                     "chunk_set": None})
+    store.db.run_transaction(lambda conn: b._copy_blobs(conn, rows))
+    assert all(store.get(digest_bytes(d).address) == d for d in datas[:20])
+    with store.db.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(blobs)).scalar() == 1200
