@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 
 import click
 
 from evstore.canonical import dumps
 from evstore.digests import digest_bytes
 
-from .common import write_output, Ctx, emit, open_store, pass_ctx
+from .common import Ctx, emit, open_store, pass_ctx, write_output
 
 __all__ = ["register"]
 

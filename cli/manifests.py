@@ -8,15 +8,15 @@ manifests.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
+
 from evstore.canonical import loads
 from evstore.errors import InputError
 from evstore.manifests import compute_manifest_ref
 
-from .common import write_output, Ctx, emit, fail, open_store, pass_ctx, read_input
+from .common import Ctx, emit, fail, open_store, pass_ctx, read_input, write_output
 
 __all__ = ["register"]
 

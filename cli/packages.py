@@ -9,7 +9,6 @@ that computes a context's own byte size.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
@@ -18,7 +17,7 @@ from evstore.canonical import loads
 from evstore.errors import InputError
 from evstore.packages import context_fixed_point, measure_context
 
-from .common import write_output, Ctx, emit, fail, open_store, pass_ctx, read_input
+from .common import Ctx, emit, fail, open_store, pass_ctx, read_input, write_output
 
 __all__ = ["register"]
 

@@ -24,7 +24,7 @@ from .canonical import dumps, loads, loads_canonical
 from .db import Database
 from .digests import Digest
 from .digests import digest_bytes as digest_from
-from .errors import EvstoreError, InputError, NotFound, StoreStateError
+from .errors import EvstoreError, InputError, NotFound
 from .kinds import detect_kind, get_handler
 from .refs import parse_ref
 from .settings import SETTINGS, load_settings, parse_setting_value, write_setting

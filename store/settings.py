@@ -8,7 +8,6 @@ is ``config.unknown`` / ``config.value``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from evstore import manifests as m
 from evstore.canonical import dumps, loads
 from evstore.digests import sha256_b64u

@@ -23,11 +23,12 @@ from typing import Any
 
 import jsonschema_rs
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from evstore import manifests as m
 from evstore.canonical import loads
 from evstore.digests import sha256_b64u
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 pytestmark = pytest.mark.shared
 

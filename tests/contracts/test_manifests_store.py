@@ -13,10 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import evstore
 import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
+
+import evstore
 from evstore import Document
 from evstore import manifests as m
 from evstore.cli.main import cli
