@@ -149,11 +149,23 @@ def put_artifacts(
     puts = put_many(conn, [item[0] for item in items])
     addresses = list(dict.fromkeys(p.digest.blake3 for p in puts))
     existing: set[str] = set()
-    for n in range(0, len(addresses), _IN_BATCH):
-        q = sa.select(artifacts.c.address).where(
-            artifacts.c.kind == kind, artifacts.c.address.in_(addresses[n : n + _IN_BATCH])
+    if conn.dialect.name == "postgresql":
+        existing.update(
+            r.address
+            for r in conn.exec_driver_sql(
+                "SELECT address FROM artifacts WHERE address = ANY(%s) AND kind = %s",
+                (addresses, kind),
+            )
         )
-        existing.update(r.address for r in conn.execute(q))
+    else:
+        for n in range(0, len(addresses), _IN_BATCH):
+            part = tuple(addresses[n : n + _IN_BATCH])
+            sql = (
+                "SELECT address FROM artifacts WHERE kind = ? AND address IN ("
+                + ",".join("?" * len(part))
+                + ")"
+            )
+            existing.update(r.address for r in conn.exec_driver_sql(sql, (kind, *part)))
     new_rows: list[dict[str, Any]] = []
     edge_map: dict[tuple[str, str, str], dict[str, str]] = {}
     attr_map: dict[tuple[str, str, str], dict[str, str]] = {}

@@ -84,14 +84,25 @@ def bind(conn: Connection, namespace: str, key: str, value: str, origin: str = "
 
 
 def _lookup_many(conn: Connection, namespace: str, digests: Sequence[str]) -> dict[str, str]:
+    """key_digest -> value for the bound keys among ``digests`` (one query per 500 keys;
+    one array parameter on PostgreSQL)."""
     found: dict[str, str] = {}
+    if not digests:
+        return found
+    if conn.dialect.name == "postgresql":
+        rows = conn.exec_driver_sql(
+            "SELECT key_digest, value FROM bindings WHERE key_digest = ANY(%s) AND namespace = %s",
+            (list(digests), namespace),
+        )
+        return {r.key_digest: r.value for r in rows}
     for i in range(0, len(digests), 500):
-        part = list(digests[i : i + 500])
-        for r in conn.execute(
-            sa.select(bindings.c.key_digest, bindings.c.value).where(
-                bindings.c.namespace == namespace, bindings.c.key_digest.in_(part)
-            )
-        ):
+        part = tuple(digests[i : i + 500])
+        sql = (
+            "SELECT key_digest, value FROM bindings WHERE namespace = ? AND key_digest IN ("
+            + ",".join("?" * len(part))
+            + ")"
+        )
+        for r in conn.exec_driver_sql(sql, (namespace, *part)):
             found[r.key_digest] = r.value
     return found
 
