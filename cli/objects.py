@@ -14,6 +14,7 @@ import evstore
 from evstore import Document
 from evstore.db import Database
 from evstore.errors import InputError
+from evstore.kinds import get_handler
 
 from .common import Ctx, emit, fail, open_store, pass_ctx, read_input, write_output
 
@@ -309,6 +310,8 @@ def register(cli: click.Group) -> None:
         if len(crit) != 1:
             raise click.UsageError("give exactly one criterion")
         name, value = crit[0]
+        if kind is not None:
+            get_handler(kind)  # kind.unknown for a name not in the registry
         if name == "package_id":
             value = value.lower()  # UUIDs compare case-insensitively (docs/packages.md)
         with open_store(ctx) as store:
@@ -340,6 +343,8 @@ def register(cli: click.Group) -> None:
 
         Exit codes: 0 ok; 1 store error.
         """
+        if kind is not None:
+            get_handler(kind)  # kind.unknown for a name not in the registry
         with open_store(ctx) as store:
             rows = store.ls(
                 kind, attr=("workspace_id", workspace.lower()) if workspace is not None else None
@@ -375,7 +380,8 @@ def register(cli: click.Group) -> None:
                                    "warnings": warns}, ensure_ascii=False, sort_keys=True))
         else:
             for w in warns:
-                click.echo(f"{w['address']} warning {w['code']} at {w['pointer'] or '/'}: {w['message']}")
+                message = w["message"].replace("\n", "\\n").replace("\r", "\\r")
+                click.echo(f"{w['address']} warning {w['code']} at {w['pointer'] or '/'}: {message}")
             if not faults:
                 click.echo(f"ok: no faults ({len(warns)} recorded warning(s))" if warns else "ok: no faults")
         if faults:

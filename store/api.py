@@ -25,7 +25,7 @@ from .db import Database
 from .digests import Digest
 from .digests import blake3_hex
 from .digests import digest_bytes as digest_from
-from .errors import EvstoreError, InputError, NotFound
+from .errors import CorruptionError, EvstoreError, InputError, NotFound
 from .kinds import detect_kind, get_handler
 from .refs import parse_ref
 from .settings import SETTINGS, load_settings, parse_setting_value, write_setting
@@ -273,11 +273,15 @@ class Store:
     def stat(self, ref: str) -> dict[str, Any]:
         """Facts about a stored blob: every digest form, size in bytes, the kinds it is stored as.
 
-        Does not read the bytes. Raises as :meth:`get` (without CorruptionError).
+        The bytes are re-hashed first, so the digests printed are the bytes' own (a tampered
+        index row is reported, never repeated). Raises as :meth:`get`.
         """
         self._live()
         with self.db.read() as conn:
             row = self._resolve(conn, ref)
+            err = _blobs.verify_stored(conn, row)
+            if err is not None:
+                raise err
             out: dict[str, Any] = row.digest.forms()
             out["stored"] = "chunked" if row.chunk_set is not None else "inline"
             out["artifacts"] = [
@@ -293,8 +297,19 @@ class Store:
         """The refs (as given) that name no stored blob. Raises RefSyntaxError on a bad ref."""
         self._live()
         parsed = [parse_ref(r) for r in refs]
+        missing = []
         with self.db.read() as conn:
-            return [p.text for p in parsed if _blobs.lookup(conn, p) is None]
+            for p in parsed:
+                if p.algorithm == "blake3":
+                    present = _blobs.lookup(conn, p) is not None
+                else:  # the SHA-256 column is an index: only bytes that hash to it count
+                    present = any(
+                        _blobs.verify_stored(conn, row) is None
+                        for row in _blobs.lookup_sha256_all(conn, p.hex)
+                    )
+                if not present:
+                    missing.append(p.text)
+        return missing
 
     # -- artifacts ------------------------------------------------------------------------
     def _parse(self, docs: Sequence[Document]) -> list[tuple[Document, Any, bytes, str]]:
@@ -416,7 +431,20 @@ class Store:
                 for f in txn.faults[before:]:
                     f.path = f.path or d.name
 
-        _, faults = self.transaction(work, mode="validate", options=options, supplied=supplied)
+        def work_all(txn: Txn) -> None:
+            work(txn)
+            unused = txn.unused_supplied()
+            if unused:
+                txn.faults.append(
+                    InputError(
+                        f"{len(unused)} supplied byte string(s) are used by no document "
+                        f"(sha256:{unused[0]}{', ...' if len(unused) > 1 else ''})",
+                        code="input.unused-content",
+                        details={"sha256": unused},
+                    )
+                )
+
+        _, faults = self.transaction(work_all, mode="validate", options=options, supplied=supplied)
         report.faults.extend(faults)
         return report
 
@@ -501,8 +529,13 @@ class Store:
         """
 
         self._live()
-        with self.reading() as txn:
-            conn = txn.conn
+        with self.db.read() as conn:
+            try:
+                settings = load_settings(conn)
+            except CorruptionError as err:  # report it, check the rest with the defaults
+                yield err
+                settings = {name: st.default for name, st in SETTINGS.items()}
+            txn = Txn(conn, settings, "audit")
             total = conn.execute(sa.select(sa.func.count()).select_from(blobs)).scalar_one()
             total += conn.execute(sa.select(sa.func.count()).select_from(artifacts)).scalar_one()
             done = 0
@@ -522,12 +555,18 @@ class Store:
                 if progress:
                     progress(done, total)
             arts = conn.execute(
-                sa.select(artifacts.c.address, artifacts.c.kind).order_by(
-                    artifacts.c.address, artifacts.c.kind
-                )
+                sa.select(
+                    artifacts.c.address,
+                    artifacts.c.kind,
+                    artifacts.c.contract_version,
+                    sa.cast(artifacts.c.accepted_at, sa.String).label("accepted_text"),
+                ).order_by(artifacts.c.address, artifacts.c.kind)
             ).all()
             for a in arts:
                 done += 1
+                bad = _bad_artifact_row(a)
+                if bad is not None:
+                    yield bad
                 yield from self._audit_one(txn, a.address, a.kind)
                 if progress:
                     progress(done, total)
@@ -648,6 +687,24 @@ class Store:
         from .runs import RunOps
 
         return RunOps(self)
+
+
+def _bad_artifact_row(a: Any) -> EvstoreError | None:
+    """A malformed artifacts row (edited outside evstore), or None."""
+    import datetime as _dt
+
+    ok = isinstance(a.kind, str) and isinstance(a.contract_version, str)
+    try:
+        _dt.datetime.fromisoformat(str(a.accepted_text))
+    except ValueError:
+        ok = False
+    if ok:
+        return None
+    return CorruptionError(
+        f"the artifact row of {a.kind!r} blake3:{a.address} is malformed",
+        code="corruption.row",
+        details={"address": "blake3:" + str(a.address)},
+    )
 
 
 def _info(r: Any) -> ArtifactInfo:

@@ -101,7 +101,9 @@ def _insert_sql(dialect: str, table: str, cols: tuple[str, ...]) -> str:
 
 def _row(r: Any) -> BlobRow:
     try:
-        size = int(r.size)
+        if isinstance(r.size, bool) or not isinstance(r.size, int):
+            raise TypeError("size is not an integer")
+        size = r.size
         chunk_set = None if r.chunk_set is None else int(r.chunk_set)
     except (TypeError, ValueError):
         raise CorruptionError(
@@ -326,6 +328,18 @@ def put_many(conn: Connection, items: Sequence[bytes]) -> list[PutResult]:
             _copy_blobs(conn, rows)
         else:
             insert_ignore(conn, blobs, rows)
+        chunked = {r["address"]: r["chunk_set"] for r in rows if r["chunk_set"] is not None}
+        if chunked:
+            # A concurrent writer may have stored a large blob first: keep the row that
+            # landed and delete our spare chunks (as put_stream does).
+            landed = _existing(conn, list(chunked))
+            for address, ours in chunked.items():
+                if landed[address].chunk_set != ours:
+                    conn.execute(sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == ours))
+                    results = [
+                        PutResult(p.digest, False) if p.digest.blake3 == address else p
+                        for p in results
+                    ]
     return results
 
 

@@ -26,7 +26,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlchemyError
 
-from .errors import StoreStateError
+from .errors import CorruptionError, StoreStateError
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
@@ -164,12 +164,21 @@ class Database:
             )
 
     # -- existence and schema -------------------------------------------------------------
+    def _sqlite_file_exists(self) -> bool:
+        assert self.sqlite_path is not None
+        try:
+            return self.sqlite_path.exists()
+        except OSError as exc:  # e.g. a name longer than the file system allows
+            raise StoreStateError(
+                f"cannot use {self.sqlite_path} as a store file: {exc.strerror}", code="store.url"
+            ) from None
+
     def exists(self) -> bool:
         """True when the store has been initialised (an evstore schema is present).
 
         For SQLite this never creates the file: a missing file is a missing store.
         """
-        if self.sqlite_path is not None and not self.sqlite_path.exists():
+        if self.sqlite_path is not None and not self._sqlite_file_exists():
             return False
         return self.schema_state().initialised
 
@@ -179,7 +188,7 @@ class Database:
         Raises:
             StoreStateError: ``store.unreachable``.
         """
-        if self.sqlite_path is not None and not self.sqlite_path.exists():
+        if self.sqlite_path is not None and not self._sqlite_file_exists():
             return SchemaState("", head_revision())
         try:
             with self.engine.connect() as conn:
@@ -307,6 +316,12 @@ class Database:
                     conn = conn.execution_options(evstore_read=True)
                 with conn.begin():
                     yield conn
+        except (ValueError, TypeError) as exc:
+            # A row edited outside evstore that the driver or SQLAlchemy cannot convert
+            # (a date that is no date, bytes where text belongs).
+            raise CorruptionError(
+                f"a stored row cannot be read: {exc}", code="corruption.row"
+            ) from None
         except DBAPIError as exc:
             raise translate(exc, self.display_url) from None
         except SQLAlchemyError as exc:

@@ -164,3 +164,24 @@ def test_check_lists_recorded_warnings_without_failing(run):
     out = json.loads(r.stdout)
     assert out["ok"] and [w["code"] for w in out["warnings"]] == ["test.warn"]
     assert "test.warn" in run("check").stdout
+
+
+def test_validate_reports_unused_content_like_ingest(run, tmp_path):
+    run("init")
+    doc = tmp_path / "d.json"
+    doc.write_text("{}")
+    extra = tmp_path / "extra.bin"
+    extra.write_bytes(b"not used by anything")
+    for cmd in ("validate", "ingest"):
+        r = run("--json", cmd, "--content", str(extra), str(doc))
+        assert r.exit_code == 1
+        out = json.loads(r.stdout)
+        codes = [f["code"] for f in out["faults"]] if cmd == "validate" else [out["error"]["code"]]
+        assert codes == ["input.unused-content"]
+
+
+def test_unknown_kind_on_read_commands(run):
+    run("init")
+    for args in (["ls", "--kind", "nosuch"], ["find", "--kind", "", "--key", "k"]):
+        r = run("--json", *args)
+        assert r.exit_code == 1 and json.loads(r.stdout)["error"]["code"] == "kind.unknown"

@@ -164,3 +164,34 @@ def test_bulk_copy_falls_back_when_a_concurrent_writer_stored_a_row_first(store)
     assert all(store.get(digest_bytes(d).address) == d for d in datas[:20])
     with store.db.engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(blobs)).scalar() == 1200
+
+
+def test_stat_and_has_rehash_before_reporting_digests(store):
+    a = store.put(b"AAAA")
+    b = store.put(b"BBBB")
+    with store.db.engine.begin() as conn:
+        conn.execute(sa.delete(blobs).where(blobs.c.address == a.digest.blake3))
+        conn.execute(sa.update(blobs).where(blobs.c.address == b.digest.blake3)
+                     .values(sha256=a.digest.sha256))
+    for ref in ("sha256:" + a.digest.sha256, b.digest.address):
+        with pytest.raises(evstore.CorruptionError) as exc:
+            store.stat(ref)
+        assert exc.value.code == "corruption.sha256-index"
+    assert store.has(["sha256:" + a.digest.sha256]) == ["sha256:" + a.digest.sha256]
+
+
+def test_malformed_artifact_rows_and_settings_are_listed_by_check(store):
+    if store.db.backend != "sqlite":
+        pytest.skip("only SQLite lets a row hold text where a timestamp belongs")
+    from evstore import Document
+
+    store.ingest([Document(b'{"a":1}')])
+    with store.db.engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE artifacts SET accepted_at = 'garbage'")
+        conn.exec_driver_sql(
+            "INSERT INTO settings VALUES ('fragments.revision_extension_keys', '5')")
+    with pytest.raises(evstore.CorruptionError) as exc:
+        store.ls()
+    assert exc.value.code == "corruption.row"
+    codes = [f.code for f in store.check()]
+    assert codes == ["corruption.setting", "corruption.row"]
