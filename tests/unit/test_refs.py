@@ -207,3 +207,11 @@ def test_non_str_is_type_error(value: object) -> None:
 
 def test_all_is_sorted() -> None:
     assert list(refs.__all__) == sorted(refs.__all__)
+
+
+def test_join_pointer_escapes_per_rfc6901():
+    from evstore.errors import join_pointer
+
+    assert join_pointer("/a", "b/c", 0) == "/a/b~1c/0"
+    assert join_pointer("", "~/", "m~n") == "/~0~1/m~0n"
+    assert join_pointer("/x") == "/x"
