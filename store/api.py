@@ -356,24 +356,30 @@ class Store:
             while i < len(parsed):
                 d, value, canonical, kind = parsed[i]
                 handler = get_handler(kind)
-                write_many = getattr(handler, "write_many", None)
-                if write_many is not None:
-                    # A run of documents of one batchable kind: checked one by one (first
-                    # fault wins, in order), then written with one statement per table.
+                if hasattr(handler, "stage"):
+                    # A run of documents of one batchable kind: each checked, then staged
+                    # (its bindings, in order: first fault wins), then all written with one
+                    # statement per table.
                     j = i
                     while j < len(parsed) and parsed[j][3] == kind:
                         j += 1
                     run = parsed[i:j]
-                    for rd, rvalue, _c, _k in run:
-                        faults = handler.check(rvalue, txn)
-                        if faults:
-                            faults[0].path = faults[0].path or rd.name
-                            raise faults[0]
-                    report.results.extend(write_many([(v, c) for _d, v, c, _k in run], txn))
+                    batch: dict[str, Any] = {}
+                    specs = []
+                    for rd, rvalue, rcanonical, _k in run:
+                        try:
+                            faults = _check(handler, rvalue, rcanonical, txn)
+                            if faults:
+                                raise faults[0]
+                            specs.append(handler.stage(rvalue, rcanonical, txn, batch))
+                        except EvstoreError as err:
+                            err.path = err.path or rd.name
+                            raise
+                    report.results.extend(handler.flush(specs, txn))
                     i = j
                     continue
                 try:
-                    faults = handler.check(value, txn)
+                    faults = _check(handler, value, canonical, txn)
                     if faults:
                         raise faults[0]
                     report.results.append(handler.write(value, canonical, txn))
@@ -419,7 +425,7 @@ class Store:
             for d, value, canonical, kind in parsed:
                 handler = get_handler(kind)
                 before = len(txn.faults)
-                faults = handler.check(value, txn)
+                faults = _check(handler, value, canonical, txn)
                 for f in faults:
                     f.path = f.path or d.name
                 txn.faults.extend(faults)
@@ -687,6 +693,13 @@ class Store:
         from .runs import RunOps
 
         return RunOps(self)
+
+
+def _check(handler: Any, value: Any, canonical: bytes, txn: Txn) -> list[EvstoreError]:
+    """A handler's check, given the canonical bytes when it can use them."""
+    if getattr(handler, "accepts_canonical", False):
+        return list(handler.check(value, txn, canonical=canonical))
+    return list(handler.check(value, txn))
 
 
 def _bad_artifact_row(a: Any) -> EvstoreError | None:

@@ -11,6 +11,10 @@ A kind handler is an object with:
     write(doc, canonical, txn) -> ArtifactResult
                                write-time bindings (reported through txn.fault), then the
                                artifact with its edges and attributes
+    stage(doc, canonical, txn, batch) / flush(specs, txn)   (optional, together)
+                               a batchable kind: stage does one document's write-time
+                               bindings and returns its row spec; flush writes the specs of a
+                               run of consecutive documents with one statement per table
     audit(doc, address, txn) -> list[EvstoreError]   (optional)
                                re-verification for ``evstore check``; defaults to check()
 
@@ -79,37 +83,36 @@ class JsonKind:
 
     def write(self, doc: Any, canonical: bytes, txn: Txn) -> ArtifactResult:
         """Store ``doc`` with ``mentions`` edges to stored blobs it names."""
-        return self.write_many([(doc, canonical)], txn)[0]
+        return self.flush([self.stage(doc, canonical, txn, {})], txn)[0]
 
-    def write_many(self, docs: list[tuple[Any, bytes]], txn: Txn) -> list[ArtifactResult]:
-        """Store consecutive ``json`` documents of one command in one batch per table.
-
-        Same result as :meth:`write` per document, in order: a ref to a document earlier in
-        the batch gets its edge too.
-        """
+    def stage(self, doc: Any, canonical: bytes, txn: Txn, batch: dict[str, Any]) -> Any:
+        """The artifact row spec of one document of a batch (``batch``: state shared by the
+        documents of one run, here the digests of earlier documents, so a ref to a document
+        earlier in the same command gets its edge too)."""
         from . import blobs
         from .digests import digest_bytes
 
-        earlier: dict[tuple[str, str], str] = {}
-        items = []
-        for doc, canonical in docs:
-            mentioned: list[tuple[str, str]] = []
-            for ref in _content_refs(doc):
-                hit = earlier.get((ref.algorithm, ref.hex))
-                if hit is None:
-                    row = (
-                        txn.blob_by_sha256(ref.hex)
-                        if ref.algorithm == "sha256"
-                        else blobs.lookup(txn.conn, ref)
-                    )
-                    hit = row.digest.blake3 if row is not None else None
-                if hit is not None:
-                    mentioned.append(("mentions", hit))
-            items.append((canonical, mentioned, []))
-            dg = digest_bytes(canonical)
-            earlier[("blake3", dg.blake3)] = dg.blake3
-            earlier[("sha256", dg.sha256)] = dg.blake3
-        return txn.put_artifacts(self.name, self.contract_version, items)
+        earlier: dict[tuple[str, str], str] = batch.setdefault("earlier", {})
+        mentioned: list[tuple[str, str]] = []
+        for ref in _content_refs(doc):
+            hit = earlier.get((ref.algorithm, ref.hex))
+            if hit is None:
+                row = (
+                    txn.blob_by_sha256(ref.hex)
+                    if ref.algorithm == "sha256"
+                    else blobs.lookup(txn.conn, ref)
+                )
+                hit = row.digest.blake3 if row is not None else None
+            if hit is not None:
+                mentioned.append(("mentions", hit))
+        dg = digest_bytes(canonical)
+        earlier[("blake3", dg.blake3)] = dg.blake3
+        earlier[("sha256", dg.sha256)] = dg.blake3
+        return (canonical, mentioned, [])
+
+    def flush(self, specs: list[Any], txn: Txn) -> list[ArtifactResult]:
+        """Write staged documents with one statement per table (results in order)."""
+        return txn.put_artifacts(self.name, self.contract_version, specs)
 
 
 def _content_refs(doc: Any) -> list[Any]:

@@ -988,8 +988,8 @@ class ManifestKind:
             txn: the transaction (settings).
             canonical: the RFC 8785 bytes of ``doc``, when the caller has them (the store has
                 computed them before ``check``): the self-address is then checked on them
-                without canonicalising the manifest a second time. The core does not pass
-                them yet (docs/manifests.md, "Performance").
+                without canonicalising the manifest a second time (the core passes them to
+                handlers whose ``accepts_canonical`` is true).
         """
         return _validate(doc, txn.settings, parsed=True, canonical=canonical)[0]
 
@@ -1027,6 +1027,9 @@ class ManifestKind:
         data = txn.read_blob(row)  # CorruptionError propagates: the bytes are not served
         return row, _check_content(expect, sha256_hex(data), len(data))
 
+    #: ``check`` takes the store's canonical bytes (``canonical=``) to skip a second pass.
+    accepts_canonical = True
+
     def write(self, doc: Any, canonical: bytes, txn: Txn) -> ArtifactResult:
         """Bind content and item refs, then store the manifest (see the class docstring).
 
@@ -1034,6 +1037,18 @@ class ManifestKind:
             ManifestBindingError: in ingest mode, the first binding fault (the transaction
                 rolls back); collected through ``txn.fault`` in validate mode.
         """
+        return self.flush([self.stage(doc, canonical, txn, {})], txn)[0]
+
+    def flush(self, specs: list[Any], txn: Txn) -> list[ArtifactResult]:
+        """Write staged manifests (row, ``content`` edge, attribute, warnings) with one
+        statement per table; results in order."""
+        return txn.put_artifacts(self.name, self.contract_version, specs)
+
+    def stage(
+        self, doc: Any, canonical: bytes, txn: Txn, batch: dict[str, Any]
+    ) -> tuple[Any, ...]:
+        """One manifest's write-time work (content, ref digests, item bindings, in that
+        order; faults through ``txn.fault``) and its row spec for :meth:`flush`."""
         notes: list[Warning_] = []
         content, faults = self._write_content(doc, txn)
         for fault in faults:
@@ -1049,9 +1064,7 @@ class ManifestKind:
         edges = [(CONTENT_EDGE, content)] if content is not None else []
         ref = doc.get("manifest/ref")
         attrs = [(FIND_ATTR, ref)] if isinstance(ref, str) else []
-        return txn.put_artifact(
-            self.name, self.contract_version, canonical, edges=edges, attrs=attrs, warnings=notes
-        )
+        return (canonical, edges, attrs, notes)
 
     def audit(self, doc: Any, address: str, txn: Txn) -> list[EvstoreError]:
         """Re-verify a stored manifest for ``evstore check``.

@@ -166,12 +166,13 @@ class Txn:
         self,
         kind: str,
         contract_version: str,
-        items: Sequence[tuple[bytes, Iterable[tuple[str, str]], Iterable[tuple[str, str]]]],
+        items: Sequence[tuple[Any, ...]],
     ) -> list[_artifacts.ArtifactResult]:
         """Store many artifacts of one kind in one batch per table.
 
-        ``items`` are ``(canonical, edges, attrs)``; semantics equal a loop of
-        :meth:`put_artifact` (results in order, ``new`` only for the first occurrence).
+        ``items`` are ``(canonical, edges, attrs)`` or ``(canonical, edges, attrs, warnings)``;
+        semantics equal a loop of :meth:`put_artifact` (results in order, ``new`` only for the
+        first occurrence).
         """
         self._writable()
         return _artifacts.put_artifacts(
@@ -179,8 +180,13 @@ class Txn:
             kind,
             contract_version,
             [
-                (c, [(r, d.removeprefix("blake3:")) for r, d in e], a, ())
-                for c, e, a in items
+                (
+                    item[0],
+                    [(r, d.removeprefix("blake3:")) for r, d in item[1]],
+                    item[2],
+                    tuple(item[3]) if len(item) > 3 else (),
+                )
+                for item in items
             ],
         )
 
