@@ -9,14 +9,13 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 
 import evstore
-from evstore.errors import EvstoreError, InputError
+from evstore.errors import InputError
 
 __all__ = [
     "DEFAULT_URL",
@@ -24,6 +23,7 @@ __all__ = [
     "emit",
     "fail",
     "open_store",
+    "output_option",
     "pass_ctx",
     "read_input",
     "write_output",
@@ -42,6 +42,15 @@ class Ctx:
 
 
 pass_ctx = click.make_pass_decorator(Ctx)
+
+#: ``-o/--output FILE`` for commands that print exact bytes (written by :func:`write_output`).
+output_option = click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write to this file instead of stdout.",
+)
 
 
 def open_store(ctx: Ctx, *, create: bool = False) -> evstore.Store:
@@ -121,23 +130,3 @@ def write_output(ctx: Ctx, path: str, data: bytes | Any, extra: dict[str, Any] |
 def env_url() -> str:
     """EVSTORE_URL, else the default SQLite file."""
     return os.environ.get("EVSTORE_URL") or DEFAULT_URL
-
-
-def handle_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Run a command body, mapping evstore errors to a message (or JSON) and exit code 1."""
-
-    @wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except EvstoreError as err:
-            ctx = click.get_current_context().find_object(Ctx)
-            if ctx is not None and ctx.json:
-                click.echo(json.dumps({"ok": False, "error": err.to_dict()}, ensure_ascii=False, sort_keys=True))
-            else:
-                click.echo(f"error: {err}", err=True)
-                if err.rule:
-                    click.echo(f"  rule: {err.rule}", err=True)
-            sys.exit(1)
-
-    return wrapper

@@ -15,7 +15,7 @@ import click
 from evstore.canonical import dumps
 from evstore.digests import digest_bytes
 
-from .common import Ctx, emit, open_store, pass_ctx, write_output
+from .common import Ctx, emit, open_store, output_option, pass_ctx, write_output
 
 __all__ = ["register"]
 
@@ -53,13 +53,7 @@ def register(cli: click.Group) -> None:
         metavar="N",
         help="Units of context added on each side, in source positions.",
     )
-    @click.option(
-        "-o",
-        "--output",
-        type=click.Path(dir_okay=False),
-        default=None,
-        help="Write to this file instead of stdout.",
-    )
+    @output_option
     @pass_ctx
     def excerpt(
         ctx: Ctx, source_ref: str, ranges: list[tuple[int, int]], window: int, output: str | None

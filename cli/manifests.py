@@ -16,7 +16,7 @@ from evstore.canonical import loads
 from evstore.errors import InputError
 from evstore.manifests import compute_manifest_ref
 
-from .common import Ctx, emit, fail, open_store, pass_ctx, read_input, write_output
+from .common import Ctx, emit, fail, open_store, output_option, pass_ctx, read_input, write_output
 
 __all__ = ["register"]
 
@@ -53,13 +53,7 @@ def register(cli: click.Group) -> None:
 
     @manifest.command()
     @click.argument("manifest_ref")
-    @click.option(
-        "-o",
-        "--output",
-        type=click.Path(dir_okay=False),
-        default=None,
-        help="Write to this file instead of stdout.",
-    )
+    @output_option
     @pass_ctx
     def content(ctx: Ctx, manifest_ref: str, output: str | None) -> None:
         """Print the exact rendered content of the stored manifest MANIFEST_REF.

@@ -16,7 +16,16 @@ from evstore.db import Database
 from evstore.errors import InputError
 from evstore.kinds import get_handler
 
-from .common import Ctx, emit, fail, open_store, pass_ctx, read_input, write_output
+from .common import (
+    Ctx,
+    emit,
+    fail,
+    open_store,
+    output_option,
+    pass_ctx,
+    read_input,
+    write_output,
+)
 
 __all__ = ["register"]
 
@@ -229,8 +238,7 @@ def register(cli: click.Group) -> None:
 
     @cli.command()
     @click.argument("ref")
-    @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-                  help="Write to this file instead of stdout.")
+    @output_option
     @pass_ctx
     def get(ctx: Ctx, ref: str, output: str | None) -> None:
         """Print the exact stored bytes of REF (nothing appended), verified first.

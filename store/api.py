@@ -22,8 +22,7 @@ from . import blobs as _blobs
 from .artifacts import ArtifactInfo, ArtifactResult, artifact_kinds, iso_utc, warnings_of
 from .canonical import dumps, loads, loads_canonical
 from .db import Database
-from .digests import Digest
-from .digests import blake3_hex
+from .digests import Digest, blake3_hex
 from .digests import digest_bytes as digest_from
 from .errors import CorruptionError, EvstoreError, InputError, NotFound
 from .kinds import detect_kind, get_handler

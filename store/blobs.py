@@ -35,7 +35,6 @@ __all__ = [
     "insert_ignore",
     "iter_verified",
     "lookup",
-    "lookup_sha256",
     "lookup_sha256_all",
     "put_bytes",
     "put_many",
@@ -139,11 +138,6 @@ def lookup_sha256_all(conn: Connection, sha256_hex: str) -> list[BlobRow]:
     """Every blob row whose recorded SHA-256 is ``sha256_hex`` (normally zero or one)."""
     cols = (blobs.c.address, blobs.c.sha256, blobs.c.size, blobs.c.chunk_set)
     return [_row(r) for r in conn.execute(sa.select(*cols).where(blobs.c.sha256 == sha256_hex))]
-
-
-def lookup_sha256(conn: Connection, sha256_hex: str) -> BlobRow | None:
-    """The blob whose SHA-256 is ``sha256_hex`` (64 lowercase hex), or None."""
-    return lookup(conn, ContentRef("sha256", sha256_hex, "sha256:" + sha256_hex))
 
 
 def _corrupt(address: str, why: str) -> CorruptionError:

@@ -925,11 +925,11 @@ def _versions(txn: Txn, st: _TxnState, document_id: str, fragment_id: str) -> se
 def _content(txn: Txn, st: _TxnState, sha: str) -> bytes | None:
     data = st.content.get(sha)
     if data is None:
-        row = _blobs.lookup_sha256(txn.conn, sha)
+        # Txn.blob_by_sha256 trusts no index row it has not re-hashed, and repairs a corrupt
+        # copy from supplied bytes.
+        row = txn.blob_by_sha256(sha)
         if row is not None:
             data = txn.read_blob(row)
-        else:
-            data = txn.supplied_bytes(sha)
         if data is not None:
             st.content[sha] = data
     return data
@@ -1569,7 +1569,7 @@ class FragmentSourceKind:
         faults: list[EvstoreError] = list(self._shape(doc))
         if faults:
             return faults
-        row = _blobs.lookup_sha256(txn.conn, doc["content_sha256"])
+        row = txn.blob_by_sha256(doc["content_sha256"])
         if row is None:
             return [
                 fragment_error(
