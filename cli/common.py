@@ -104,10 +104,14 @@ def read_input(path: str) -> bytes:
     try:
         return Path(path).read_bytes()
     except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}", code="input.unreadable", path=path) from None
+        raise InputError(
+            f"cannot read {path}: {exc.strerror}", code="input.unreadable", path=path
+        ) from None
 
 
-def write_output(ctx: Ctx, path: str, data: bytes | Any, extra: dict[str, Any] | None = None) -> None:
+def write_output(
+    ctx: Ctx, path: str, data: bytes | Any, extra: dict[str, Any] | None = None
+) -> None:
     """Write bytes (or an iterable of byte chunks) to ``path``; with --json print one summary.
 
     Raises:

@@ -73,7 +73,9 @@ def register(cli: click.Group) -> None:
             units = store.contexts.excerpt(source_ref, ranges, window)
         data = dumps(units)
         if output:
-            write_output(ctx, output, data, {"units": len(units), "address": digest_bytes(data).address})
+            write_output(
+                ctx, output, data, {"units": len(units), "address": digest_bytes(data).address}
+            )
         elif ctx.json:
             emit(
                 ctx,

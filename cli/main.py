@@ -47,8 +47,14 @@ class EvstoreGroup(click.Group):
     Usage errors exit 2; with --json they too print exactly one JSON object on stdout.
     """
 
-    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
-             standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         argv = list(sys.argv[1:] if args is None else args)
@@ -72,7 +78,11 @@ class EvstoreGroup(click.Group):
             obj = ctx.find_object(Ctx)
             as_json = obj.json if obj is not None else "--json" in sys.argv
             if as_json:
-                click.echo(json.dumps({"ok": False, "error": err.to_dict()}, ensure_ascii=False, sort_keys=True))
+                click.echo(
+                    json.dumps(
+                        {"ok": False, "error": err.to_dict()}, ensure_ascii=False, sort_keys=True
+                    )
+                )
             else:
                 click.echo(f"error: {err}", err=True)
                 if err.rule:
@@ -96,7 +106,9 @@ class EvstoreGroup(click.Group):
     help="Store URL (SQLAlchemy form: sqlite:///PATH or postgresql://USER@HOST/DB). "
     "Default: $EVSTORE_URL, else sqlite:///evstore.db in the current directory.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object, errors included.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print exactly one JSON object, errors included."
+)
 @click.version_option(package_name="evidence-store", prog_name="evstore")
 @click.pass_context
 def cli(ctx: click.Context, url: str | None, as_json: bool) -> None:

@@ -39,18 +39,45 @@ def _digest_lines(d: dict[str, Any], with_digests: bool) -> str:
 
 def _ingest_options(fn: Any) -> Any:
     opts = [
-        click.option("--kind", "kind", default=None, metavar="KIND",
-                     help="Kind of every FILE (docs/kinds.md); detected when omitted."),
-        click.option("--content", "contents", multiple=True, type=click.Path(dir_okay=False),
-                     help="Bytes a document refers to by SHA-256 (e.g. a manifest's rendered content). Repeatable."),
-        click.option("--source", "sources", multiple=True, nargs=3,
-                     metavar="DOCUMENT_ID FRAGMENT_ID FILE",
-                     help="Source bytes of fragments in a templiqx eval output. Repeatable."),
-        click.option("--host-id", default=None, help="Scope host_id binding every fragment (with the other two)."),
+        click.option(
+            "--kind",
+            "kind",
+            default=None,
+            metavar="KIND",
+            help="Kind of every FILE (docs/kinds.md); detected when omitted.",
+        ),
+        click.option(
+            "--content",
+            "contents",
+            multiple=True,
+            type=click.Path(dir_okay=False),
+            help="Bytes a document refers to by SHA-256 (e.g. a manifest's rendered content). Repeatable.",
+        ),
+        click.option(
+            "--source",
+            "sources",
+            multiple=True,
+            nargs=3,
+            metavar="DOCUMENT_ID FRAGMENT_ID FILE",
+            help="Source bytes of fragments in a templiqx eval output. Repeatable.",
+        ),
+        click.option(
+            "--host-id",
+            default=None,
+            help="Scope host_id binding every fragment (with the other two).",
+        ),
         click.option("--tenant-id", default=None, help="Scope tenant_id (all three or none)."),
-        click.option("--authorization-scope-id", default=None, help="Scope authorization_scope_id (all three or none)."),
-        click.option("--source-document", default=None, metavar="REF",
-                     help="Stored source document an evidence context is checked against."),
+        click.option(
+            "--authorization-scope-id",
+            default=None,
+            help="Scope authorization_scope_id (all three or none).",
+        ),
+        click.option(
+            "--source-document",
+            default=None,
+            metavar="REF",
+            help="Stored source document an evidence context is checked against.",
+        ),
         click.option("--digests", is_flag=True, help="Also print SHA-256 in hex and base64url."),
         click.argument("files", nargs=-1, required=True),
     ]
@@ -59,9 +86,16 @@ def _ingest_options(fn: Any) -> Any:
     return fn
 
 
-def _collect(files: tuple[str, ...], kind: str | None, contents: tuple[str, ...], sources: tuple[Any, ...],
-             host_id: str | None, tenant_id: str | None, auth: str | None,
-             source_document: str | None) -> tuple[list[Document], dict[str, Any], list[bytes]]:
+def _collect(
+    files: tuple[str, ...],
+    kind: str | None,
+    contents: tuple[str, ...],
+    sources: tuple[Any, ...],
+    host_id: str | None,
+    tenant_id: str | None,
+    auth: str | None,
+    source_document: str | None,
+) -> tuple[list[Document], dict[str, Any], list[bytes]]:
     if sum(1 for x in (files,) for f in x if f == "-") > 1:
         raise click.UsageError("stdin (-) can be read once")
     if kind is not None and not kind:
@@ -77,7 +111,11 @@ def _collect(files: tuple[str, ...], kind: str | None, contents: tuple[str, ...]
                 code="fragment.scope-incomplete",
                 rule="templiqx-evidence-fragment-v1alpha1#host-scope-metadata",
             )
-        options["scope"] = {"host_id": host_id, "tenant_id": tenant_id, "authorization_scope_id": auth}
+        options["scope"] = {
+            "host_id": host_id,
+            "tenant_id": tenant_id,
+            "authorization_scope_id": auth,
+        }
     if sources:
         options["sources"] = [(d, f, read_input(p)) for d, f, p in sources]
         supplied += [b for _, _, b in options["sources"]]
@@ -102,8 +140,11 @@ def register(cli: click.Group) -> None:
         db.dispose()
         with open_store(ctx, create=True) as store:
             state = store.db.schema_state()
-            emit(ctx, {"url": store.url, "created": not existed, "schema": state.current},
-                 f"{'created' if not existed else 'already initialised'}: {store.url} (schema {state.current})")
+            emit(
+                ctx,
+                {"url": store.url, "created": not existed, "schema": state.current},
+                f"{'created' if not existed else 'already initialised'}: {store.url} (schema {state.current})",
+            )
 
     @cli.command()
     @pass_ctx
@@ -122,8 +163,13 @@ def register(cli: click.Group) -> None:
             before, after = db.migrate()
         finally:
             db.dispose()
-        emit(ctx, {"url": db.display_url, "from": before, "to": after},
-             f"{db.display_url}: schema {before} -> {after}" if before != after else f"{db.display_url}: schema {after} is current")
+        emit(
+            ctx,
+            {"url": db.display_url, "from": before, "to": after},
+            f"{db.display_url}: schema {before} -> {after}"
+            if before != after
+            else f"{db.display_url}: schema {after} is current",
+        )
 
     @cli.command()
     @click.argument("name", required=False)
@@ -149,7 +195,9 @@ def register(cli: click.Group) -> None:
 
                     parse_setting_value(name, "")
                 values = {name: values[name]}
-            emit(ctx, values, lambda v: [click.echo(f"{k} = {json.dumps(v[k])}") for k in sorted(v)])
+            emit(
+                ctx, values, lambda v: [click.echo(f"{k} = {json.dumps(v[k])}") for k in sorted(v)]
+            )
 
     @cli.command()
     @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
@@ -167,7 +215,9 @@ def register(cli: click.Group) -> None:
                 try:
                     fh = Path(file).open("rb")
                 except OSError as exc:
-                    raise InputError(f"cannot read {file}: {exc.strerror}", code="input.unreadable", path=file) from None
+                    raise InputError(
+                        f"cannot read {file}: {exc.strerror}", code="input.unreadable", path=file
+                    ) from None
                 with fh:
                     res = store.put(fh)
             d = res.digest.forms()
@@ -179,9 +229,18 @@ def register(cli: click.Group) -> None:
     @cli.command()
     @_ingest_options
     @pass_ctx
-    def ingest(ctx: Ctx, files: tuple[str, ...], kind: str | None, contents: tuple[str, ...],
-               sources: tuple[Any, ...], host_id: str | None, tenant_id: str | None,
-               authorization_scope_id: str | None, source_document: str | None, digests: bool) -> None:
+    def ingest(
+        ctx: Ctx,
+        files: tuple[str, ...],
+        kind: str | None,
+        contents: tuple[str, ...],
+        sources: tuple[Any, ...],
+        host_id: str | None,
+        tenant_id: str | None,
+        authorization_scope_id: str | None,
+        source_document: str | None,
+        digests: bool,
+    ) -> None:
         """Validate and store JSON documents, all in one transaction (all or nothing).
 
         Reports the first fault in the order: JSON form, schema, contract rules, self-address,
@@ -190,8 +249,16 @@ def register(cli: click.Group) -> None:
 
         Exit codes: 0 stored; 1 rejected (nothing written) or store error; 2 usage.
         """
-        docs, options, supplied = _collect(files, kind, contents, sources, host_id, tenant_id,
-                                           authorization_scope_id, source_document)
+        docs, options, supplied = _collect(
+            files,
+            kind,
+            contents,
+            sources,
+            host_id,
+            tenant_id,
+            authorization_scope_id,
+            source_document,
+        )
         with open_store(ctx, create=True) as store:
             report = store.ingest(docs, options=options, supplied=supplied)
 
@@ -209,15 +276,32 @@ def register(cli: click.Group) -> None:
     @cli.command()
     @_ingest_options
     @pass_ctx
-    def validate(ctx: Ctx, files: tuple[str, ...], kind: str | None, contents: tuple[str, ...],
-                 sources: tuple[Any, ...], host_id: str | None, tenant_id: str | None,
-                 authorization_scope_id: str | None, source_document: str | None, digests: bool) -> None:
+    def validate(
+        ctx: Ctx,
+        files: tuple[str, ...],
+        kind: str | None,
+        contents: tuple[str, ...],
+        sources: tuple[Any, ...],
+        host_id: str | None,
+        tenant_id: str | None,
+        authorization_scope_id: str | None,
+        source_document: str | None,
+        digests: bool,
+    ) -> None:
         """Run every check of ingest on FILES, list all faults, write nothing.
 
         Exit codes: 0 valid; 1 faults found or store error; 2 usage.
         """
-        docs, options, supplied = _collect(files, kind, contents, sources, host_id, tenant_id,
-                                           authorization_scope_id, source_document)
+        docs, options, supplied = _collect(
+            files,
+            kind,
+            contents,
+            sources,
+            host_id,
+            tenant_id,
+            authorization_scope_id,
+            source_document,
+        )
         with open_store(ctx) as store:
             report = store.validate(docs, options=options, supplied=supplied)
 
@@ -249,8 +333,9 @@ def register(cli: click.Group) -> None:
         with open_store(ctx) as store, store.open_blob(ref) as (digest, chunks):
             first = next(chunks, b"")  # verification happens before the first chunk
             if output:
-                write_output(ctx, output, itertools.chain([first], chunks),
-                             {"address": digest.address})
+                write_output(
+                    ctx, output, itertools.chain([first], chunks), {"address": digest.address}
+                )
             else:
                 out = sys.stdout.buffer
                 out.write(first)
@@ -274,7 +359,9 @@ def register(cli: click.Group) -> None:
             click.echo(_digest_lines(x, digests))
             click.echo(f"size: {x['size']} bytes ({x['stored']})")
             for a in x["artifacts"]:
-                click.echo(f"artifact: {a['kind']} {a['contract_version']} accepted {a['accepted_at']}")
+                click.echo(
+                    f"artifact: {a['kind']} {a['contract_version']} accepted {a['accepted_at']}"
+                )
             for w in x.get("warnings", []):
                 click.echo(f"warning: {w['code']} at {w['pointer'] or '/'}: {w['message']}")
 
@@ -296,20 +383,39 @@ def register(cli: click.Group) -> None:
 
     @cli.command()
     @click.option("--manifest-ref", default=None, help="An orbidocs manifest's manifest/ref.")
-    @click.option("--package-id", default=None, help="An insonic package id (uuid): packages and envelopes.")
+    @click.option(
+        "--package-id", default=None, help="An insonic package id (uuid): packages and envelopes."
+    )
     @click.option("--quote-sha256", default=None, help="A templiqx fragment's quote_sha256.")
     @click.option("--key", default=None, help="An insonic package key.")
-    @click.option("--attr", default=None, metavar="NAME=VALUE", help="Any lookup attribute (docs/kinds.md).")
+    @click.option(
+        "--attr", default=None, metavar="NAME=VALUE", help="Any lookup attribute (docs/kinds.md)."
+    )
     @click.option("--kind", default=None, help="Only artifacts of this kind.")
     @pass_ctx
-    def find(ctx: Ctx, manifest_ref: str | None, package_id: str | None, quote_sha256: str | None,
-             key: str | None, attr: str | None, kind: str | None) -> None:
+    def find(
+        ctx: Ctx,
+        manifest_ref: str | None,
+        package_id: str | None,
+        quote_sha256: str | None,
+        key: str | None,
+        attr: str | None,
+        kind: str | None,
+    ) -> None:
         """Find artifacts by contract identifiers that are not digests of stored bytes.
 
         Exactly one criterion. Exit codes: 0 found; 1 nothing found (not-found.artifact); 2 usage.
         """
-        crit = [(n, v) for n, v in (("manifest_ref", manifest_ref), ("package_id", package_id),
-                                    ("quote_sha256", quote_sha256), ("key", key)) if v is not None]
+        crit = [
+            (n, v)
+            for n, v in (
+                ("manifest_ref", manifest_ref),
+                ("package_id", package_id),
+                ("quote_sha256", quote_sha256),
+                ("key", key),
+            )
+            if v is not None
+        ]
         if attr is not None:
             name, sep, value = attr.partition("=")
             if not sep or not name:
@@ -332,7 +438,9 @@ def register(cli: click.Group) -> None:
                     d["warnings"] = w
                 rows.append(d)
         if not rows:
-            raise evstore.NotFound(f"no artifact with {name} = {value!r}", code="not-found.artifact")
+            raise evstore.NotFound(
+                f"no artifact with {name} = {value!r}", code="not-found.artifact"
+            )
 
         def human(x: dict[str, Any]) -> None:
             for r in x["artifacts"]:
@@ -357,8 +465,14 @@ def register(cli: click.Group) -> None:
             rows = store.ls(
                 kind, attr=("workspace_id", workspace.lower()) if workspace is not None else None
             )
-        emit(ctx, {"artifacts": [r.to_dict() for r in rows]},
-             lambda x: [click.echo(f"{r['address']}  {r['kind']}  {r['size']}  {r['accepted_at']}") for r in x["artifacts"]])
+        emit(
+            ctx,
+            {"artifacts": [r.to_dict() for r in rows]},
+            lambda x: [
+                click.echo(f"{r['address']}  {r['kind']}  {r['size']}  {r['accepted_at']}")
+                for r in x["artifacts"]
+            ],
+        )
 
     @cli.command()
     @pass_ctx
@@ -384,13 +498,24 @@ def register(cli: click.Group) -> None:
                     click.echo(f"{addr} {f.code} at {f.pointer or '/'}: {f.message}")
             warns = store.recorded_warnings()
         if ctx.json:
-            click.echo(json.dumps({"ok": not faults, "faults": [f.to_dict() for f in faults],
-                                   "warnings": warns}, ensure_ascii=False, sort_keys=True))
+            click.echo(
+                json.dumps(
+                    {"ok": not faults, "faults": [f.to_dict() for f in faults], "warnings": warns},
+                    ensure_ascii=False,
+                    sort_keys=True,
+                )
+            )
         else:
             for w in warns:
                 message = w["message"].replace("\n", "\\n").replace("\r", "\\r")
-                click.echo(f"{w['address']} warning {w['code']} at {w['pointer'] or '/'}: {message}")
+                click.echo(
+                    f"{w['address']} warning {w['code']} at {w['pointer'] or '/'}: {message}"
+                )
             if not faults:
-                click.echo(f"ok: no faults ({len(warns)} recorded warning(s))" if warns else "ok: no faults")
+                click.echo(
+                    f"ok: no faults ({len(warns)} recorded warning(s))"
+                    if warns
+                    else "ok: no faults"
+                )
         if faults:
             sys.exit(1)

@@ -24,7 +24,7 @@ from .canonical import dumps, loads, loads_canonical
 from .db import Database
 from .digests import Digest, blake3_hex
 from .digests import digest_bytes as digest_from
-from .errors import CorruptionError, EvstoreError, InputError, NotFound
+from .errors import CorruptionError, EvstoreError, Faults, InputError, NotFound
 from .kinds import detect_kind, get_handler
 from .refs import parse_ref
 from .settings import SETTINGS, load_settings, parse_setting_value, write_setting
@@ -532,7 +532,6 @@ class Store:
             CorruptionError (``corruption.*``) and the kinds' own errors, each with
             ``details["address"]``.
         """
-
         self._live()
         with self.db.read() as conn:
             try:
@@ -611,7 +610,7 @@ class Store:
         txn.faults = []
         audit = getattr(handler, "audit", None)
         try:
-            faults = audit(value, address, txn) if audit else handler.check(value, txn)
+            faults = Faults.of(audit(value, address, txn) if audit else handler.check(value, txn)).errors
         except EvstoreError as err:
             faults = [err]
         for f in [*faults, *txn.faults]:
@@ -634,8 +633,12 @@ class Store:
                 sa.select(warnings_table).order_by(warnings_table.c.address, warnings_table.c.code)
             ).all()
         return [
-            {"address": "blake3:" + r.address, "code": r.code, "message": r.message,
-             "pointer": r.pointer}
+            {
+                "address": "blake3:" + r.address,
+                "code": r.code,
+                "message": r.message,
+                "pointer": r.pointer,
+            }
             for r in rows
         ]
 
@@ -660,28 +663,28 @@ class Store:
     # -- contract namespaces --------------------------------------------------------------
     @property
     def fragments(self) -> Any:
-        """templiqx v1alpha1 operations (store/fragments.py ``FragmentOps``)."""
+        """Templiqx v1alpha1 operations (store/fragments.py ``FragmentOps``)."""
         from .fragments import FragmentOps
 
         return FragmentOps(self)
 
     @property
     def manifests(self) -> Any:
-        """orbidocs v1 operations (store/manifests.py ``ManifestOps``)."""
+        """Orbidocs v1 operations (store/manifests.py ``ManifestOps``)."""
         from .manifests import ManifestOps
 
         return ManifestOps(self)
 
     @property
     def packages(self) -> Any:
-        """insonic 1.3.0 operations (store/packages.py ``PackageOps``)."""
+        """Insonic 1.3.0 operations (store/packages.py ``PackageOps``)."""
         from .packages import PackageOps
 
         return PackageOps(self)
 
     @property
     def contexts(self) -> Any:
-        """notarius v1 operations (store/contexts.py ``ContextOps``)."""
+        """Notarius v1 operations (store/contexts.py ``ContextOps``)."""
         from .contexts import ContextOps
 
         return ContextOps(self)
@@ -695,10 +698,11 @@ class Store:
 
 
 def _check(handler: Any, value: Any, canonical: bytes, txn: Txn) -> list[EvstoreError]:
-    """A handler's check, given the canonical bytes when it can use them."""
+    """A handler's check errors (``Faults.errors``), given the canonical bytes when it can
+    use them."""
     if getattr(handler, "accepts_canonical", False):
-        return list(handler.check(value, txn, canonical=canonical))
-    return list(handler.check(value, txn))
+        return Faults.of(handler.check(value, txn, canonical=canonical)).errors
+    return Faults.of(handler.check(value, txn)).errors
 
 
 def _bad_artifact_row(a: Any) -> EvstoreError | None:
@@ -723,5 +727,3 @@ def _info(r: Any) -> ArtifactInfo:
     return ArtifactInfo(
         "blake3:" + r.address, r.kind, r.contract_version, iso_utc(r.accepted_at), int(r.size)
     )
-
-

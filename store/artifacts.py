@@ -176,13 +176,20 @@ def put_artifacts(
         address = put.digest.blake3
         is_new = address not in existing and address not in seen
         if is_new:
-            new_rows.append({"address": address, "kind": kind, "contract_version": contract_version})
+            new_rows.append(
+                {"address": address, "kind": kind, "contract_version": contract_version}
+            )
         seen.add(address)
         for role, dst in item_edges:
             edge_map[(address, role, dst)] = {"src": address, "role": role, "dst": dst}
         for name, value in item_attrs:
             v = value[:512]
-            attr_map[(name, v, address)] = {"name": name, "value": v, "address": address, "kind": kind}
+            attr_map[(name, v, address)] = {
+                "name": name,
+                "value": v,
+                "address": address,
+                "kind": kind,
+            }
         for w in item_warnings:
             p = w.pointer[:512]
             warn_map[(address, w.code, p)] = {

@@ -85,7 +85,8 @@ def bind(conn: Connection, namespace: str, key: str, value: str, origin: str = "
 
 def _lookup_many(conn: Connection, namespace: str, digests: Sequence[str]) -> dict[str, str]:
     """key_digest -> value for the bound keys among ``digests`` (one query per 500 keys;
-    one array parameter on PostgreSQL)."""
+    one array parameter on PostgreSQL).
+    """
     found: dict[str, str] = {}
     if not digests:
         return found
@@ -138,7 +139,9 @@ def bind_many(
     made: set[str] = set()
     for (_key, value), dg in zip(pairs, digests, strict=True):
         landed = existing[dg]
-        new = dg in pending and pending[dg]["value"] == landed and dg not in made and landed == value
+        new = (
+            dg in pending and pending[dg]["value"] == landed and dg not in made and landed == value
+        )
         if new:
             made.add(dg)
         results.append(BindResult(landed, new, landed != value))

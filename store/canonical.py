@@ -80,7 +80,9 @@ def _parse_float(text: str) -> float | int:
             f"{_short(text)} is canonically the integer {int(value)}, beyond +-(2**53-1)",
         )
     if value == 0.0 and any(c in "123456789" for c in text.split("e")[0].split("E")[0]):
-        raise _err("json.number-range", f"{_short(text)} underflows to zero and would not round-trip")
+        raise _err(
+            "json.number-range", f"{_short(text)} underflows to zero and would not round-trip"
+        )
     if value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
         # 541.0 is canonically 541 (RFC 8785 section 3.2.2.3): return what parse(canonical)
         # returns, so every rule judges a value the same way whatever its spelling, just as
@@ -351,7 +353,11 @@ def _check_domain(value: Any) -> None:
             if node != node or node in (float("inf"), float("-inf")):
                 raise _err("json.non-finite", f"{node} is not a JSON number", ptr)
             if _float_reads_back_out_of_range(node):
-                raise _err("json.int-range", f"{node!r} is canonically {int(node)}, beyond +-(2**53-1)", ptr)
+                raise _err(
+                    "json.int-range",
+                    f"{node!r} is canonically {int(node)}, beyond +-(2**53-1)",
+                    ptr,
+                )
         elif isinstance(node, int):
             if not -MAX_SAFE_INTEGER <= node <= MAX_SAFE_INTEGER:
                 raise _err("json.int-range", "integer beyond +-(2**53-1)", ptr)

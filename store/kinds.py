@@ -88,7 +88,8 @@ class JsonKind:
     def stage(self, doc: Any, canonical: bytes, txn: Txn, batch: dict[str, Any]) -> Any:
         """The artifact row spec of one document of a batch (``batch``: state shared by the
         documents of one run, here the digests of earlier documents, so a ref to a document
-        earlier in the same command gets its edge too)."""
+        earlier in the same command gets its edge too).
+        """
         from . import blobs
         from .digests import digest_bytes
 

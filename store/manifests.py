@@ -1041,14 +1041,14 @@ class ManifestKind:
 
     def flush(self, specs: list[Any], txn: Txn) -> list[ArtifactResult]:
         """Write staged manifests (row, ``content`` edge, attribute, warnings) with one
-        statement per table; results in order."""
+        statement per table; results in order.
+        """
         return txn.put_artifacts(self.name, self.contract_version, specs)
 
-    def stage(
-        self, doc: Any, canonical: bytes, txn: Txn, batch: dict[str, Any]
-    ) -> tuple[Any, ...]:
+    def stage(self, doc: Any, canonical: bytes, txn: Txn, batch: dict[str, Any]) -> tuple[Any, ...]:
         """One manifest's write-time work (content, ref digests, item bindings, in that
-        order; faults through ``txn.fault``) and its row spec for :meth:`flush`."""
+        order; faults through ``txn.fault``) and its row spec for :meth:`flush`.
+        """
         notes: list[Warning_] = []
         content, faults = self._write_content(doc, txn)
         for fault in faults:

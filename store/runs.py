@@ -190,12 +190,12 @@ def _read_inside(root: Path, name: str, pointer: str) -> bytes | None:
         if not real.exists():
             return None
         if not real.is_file():
-            raise _err(
-                "bundle.file-missing", f"{name!r} is not a regular file", pointer, path=name
-            )
+            raise _err("bundle.file-missing", f"{name!r} is not a regular file", pointer, path=name)
     except OSError as exc:  # e.g. a name longer than the file system allows
         raise _err(
-            "bundle.path-unsafe", f"{name[:80]!r} cannot be a file here: {exc.strerror}", pointer,
+            "bundle.path-unsafe",
+            f"{name[:80]!r} cannot be a file here: {exc.strerror}",
+            pointer,
             path=name[:200],
         ) from None
     try:

@@ -9,15 +9,23 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
-
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from .errors import CorruptionError, InputError
-from .tables import settings as settings_table
 
-__all__ = ["SETTINGS", "Setting", "load_settings", "parse_setting_value", "write_setting"]
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+__all__ = [
+    "SETTINGS",
+    "Setting",
+    "check_setting_value",
+    "load_settings",
+    "parse_setting_value",
+    "setting",
+    "write_setting",
+]
 
 
 @dataclass(frozen=True)
@@ -59,8 +67,53 @@ SETTINGS: dict[str, Setting] = {
 }
 
 
+def setting(settings: Mapping[str, Any] | None, name: str) -> Any:
+    """The typed value of setting ``name`` in a loaded settings map (the one way to read one).
+
+    Args:
+        settings: the map :func:`load_settings` returned (values already typed), or None
+            for "no store": every setting then has its default.
+        name: a declared setting name.
+
+    Raises:
+        KeyError: ``name`` is not declared (a programming error).
+    """
+    declared = SETTINGS[name]
+    if settings is None or name not in settings:
+        return declared.default
+    return settings[name]
+
+
+def check_setting_value(name: str, value: Any) -> Any:
+    """``value`` if it has setting ``name``'s declared type, for writes through the API.
+
+    Raises:
+        InputError: ``config.unknown`` (no such setting) or ``config.value`` (wrong type:
+            ``True`` is not an int, ``1`` is not a bool, a list holds only non-empty strings).
+    """
+    if name not in SETTINGS:
+        raise InputError(
+            f"no setting {name!r}; known: {', '.join(sorted(SETTINGS))}", code="config.unknown"
+        )
+    s = SETTINGS[name]
+    ok = (
+        isinstance(value, list) and all(isinstance(x, str) and x for x in value)
+        if s.type is list
+        else type(value) is s.type
+    )
+    if not ok:
+        raise InputError(
+            f"setting {name} takes a {s.type.__name__}, not {value!r}", code="config.value"
+        )
+    return value
+
+
 def load_settings(conn: Connection) -> dict[str, Any]:
     """Every declared setting's current value (stored value, else the default)."""
+    import sqlalchemy as sa
+
+    from .tables import settings as settings_table
+
     values = {name: s.default for name, s in SETTINGS.items()}
     for name, raw in conn.execute(sa.select(settings_table.c.name, settings_table.c.value)):
         if name in SETTINGS:
@@ -135,5 +188,9 @@ def parse_setting_value(name: str, text: str) -> Any:
 
 def write_setting(conn: Connection, name: str, value: Any) -> None:
     """Store a setting's value (already parsed to its type)."""
+    import sqlalchemy as sa
+
+    from .tables import settings as settings_table
+
     conn.execute(sa.delete(settings_table).where(settings_table.c.name == name))
     conn.execute(sa.insert(settings_table), {"name": name, "value": json.dumps(value)})

@@ -44,7 +44,9 @@ def _pg_reachable() -> str | None:
     try:
         import psycopg
 
-        with psycopg.connect(PG_ADMIN.replace("postgresql+psycopg", "postgresql"), connect_timeout=3):
+        with psycopg.connect(
+            PG_ADMIN.replace("postgresql+psycopg", "postgresql"), connect_timeout=3
+        ):
             return None
     except Exception as exc:  # any failure means: no PostgreSQL here
         return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
@@ -135,7 +137,10 @@ def store_snapshot(store: evstore.Store) -> dict[str, list[tuple]]:
     with store.db.engine.connect() as conn:
         for name, table in sorted(metadata.tables.items()):
             rows = conn.execute(sa.select(table)).all()
-            out[name] = sorted((tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in rows), key=repr)
+            out[name] = sorted(
+                (tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in rows),
+                key=repr,
+            )
     return out
 
 

@@ -17,7 +17,9 @@ def _gen():
 def test_generated_docs_are_current():
     gen = _gen()
     for name, fn in gen.GENERATED.items():
-        assert (ROOT / "docs" / name).read_text() == fn(), f"docs/{name} is stale: run python tools/gen_docs.py"
+        assert (ROOT / "docs" / name).read_text() == fn(), (
+            f"docs/{name} is stale: run python tools/gen_docs.py"
+        )
 
 
 def test_codes_are_unique_dotted_and_documented():

@@ -9,7 +9,9 @@ DOC = (Path(__file__).resolve().parents[1] / "docs" / "kinds.md").read_text()
 
 
 def test_every_registered_kind_is_documented_with_its_handler():
-    rows = dict(re.findall(r"^\| `([a-z-]+)` \| [^|]+ \| (evstore\.[a-z_.]+:[A-Za-z]+) \|", DOC, re.M))
+    rows = dict(
+        re.findall(r"^\| `([a-z-]+)` \| [^|]+ \| (evstore\.[a-z_.]+:[A-Za-z]+) \|", DOC, re.M)
+    )
     assert rows == KINDS
 
 

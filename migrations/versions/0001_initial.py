@@ -79,5 +79,14 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for name in ("settings", "warnings", "bindings", "attrs", "edges", "artifacts", "blob_chunks", "blobs"):
+    for name in (
+        "settings",
+        "warnings",
+        "bindings",
+        "attrs",
+        "edges",
+        "artifacts",
+        "blob_chunks",
+        "blobs",
+    ):
         op.drop_table(name)

@@ -27,9 +27,17 @@ def run(tmp_path, monkeypatch):
 
 
 def test_commands_other_than_init_put_ingest_do_not_create_a_store(run):
-    for args in (["ls"], ["check"], ["stat", "blake3:" + "0" * 64], ["has", "blake3:" + "0" * 64],
-                 ["config"], ["migrate"], ["find", "--key", "k"], ["get", "blake3:" + "0" * 64],
-                 ["validate", __file__]):
+    for args in (
+        ["ls"],
+        ["check"],
+        ["stat", "blake3:" + "0" * 64],
+        ["has", "blake3:" + "0" * 64],
+        ["config"],
+        ["migrate"],
+        ["find", "--key", "k"],
+        ["get", "blake3:" + "0" * 64],
+        ["validate", __file__],
+    ):
         r = run("--json", *args)
         assert r.exit_code == 1, (args, r.output)
         assert json.loads(r.stdout)["error"]["code"] == "store.missing"
@@ -96,7 +104,11 @@ def test_ingest_twice_is_not_new_and_one_transaction(run, tmp_path):
 def test_validate_lists_every_fault_and_writes_nothing(run, tmp_path):
     run("init")
     files = []
-    for name, body in (("dup.json", b'{"a":1,"a":2}'), ("bom.json", b"\xef\xbb\xbf{}"), ("ok.json", b"[]")):
+    for name, body in (
+        ("dup.json", b'{"a":1,"a":2}'),
+        ("bom.json", b"\xef\xbb\xbf{}"),
+        ("ok.json", b"[]"),
+    ):
         p = tmp_path / name
         p.write_bytes(body)
         files.append(str(p))
@@ -119,7 +131,8 @@ def test_config_roundtrip_and_errors(run):
     run("init")
     assert run("config", "packages.strict_context_bytes", "true").exit_code == 0
     assert json.loads(run("--json", "config", "packages.strict_context_bytes").stdout) == {
-        "packages.strict_context_bytes": True}
+        "packages.strict_context_bytes": True
+    }
     r = run("--json", "config", "no.such", "1")
     assert r.exit_code == 1 and json.loads(r.stdout)["error"]["code"] == "config.unknown"
     r = run("--json", "config", "packages.strict_context_bytes", "maybe")
@@ -145,8 +158,11 @@ def test_console_script_no_traceback_on_bad_input(tmp_path):
         pytest.skip("console script not installed next to this interpreter")
     bad = tmp_path / "bad.json"
     bad.write_bytes(b"\xff\xfe")
-    p = subprocess.run([str(exe), "--store", f"sqlite:///{tmp_path}/s.db", "ingest", str(bad)],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [str(exe), "--store", f"sqlite:///{tmp_path}/s.db", "ingest", str(bad)],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 1
     assert "Traceback" not in p.stderr and "json.utf8" in p.stderr
 
@@ -157,8 +173,11 @@ def test_check_lists_recorded_warnings_without_failing(run):
 
     run("init")
     with evstore.open(run.url) as s:
-        s.transaction(lambda t: t.put_artifact("json", "rfc8785", b"{}",
-                                               warnings=[Warning_("test.warn", "w", "/x")]))
+        s.transaction(
+            lambda t: t.put_artifact(
+                "json", "rfc8785", b"{}", warnings=[Warning_("test.warn", "w", "/x")]
+            )
+        )
     r = run("--json", "check")
     assert r.exit_code == 0
     out = json.loads(r.stdout)

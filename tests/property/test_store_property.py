@@ -18,8 +18,12 @@ scalars = (
 )
 values = st.recursive(
     scalars,
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(st.characters(exclude_categories=("Cs",)), max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.text(st.characters(exclude_categories=("Cs",)), max_size=8), children, max_size=4
+        )
+    ),
     max_leaves=20,
 )
 
@@ -37,11 +41,14 @@ def _respell(value, seed):
             return [shuffle(x) for x in v]
         return v
 
-    return json.dumps(shuffle(value), ensure_ascii=rnd.random() < 0.5,
-                      indent=rnd.choice([None, 1, 3])).encode()
+    return json.dumps(
+        shuffle(value), ensure_ascii=rnd.random() < 0.5, indent=rnd.choice([None, 1, 3])
+    ).encode()
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(value=values, seed=st.integers(0, 2**16))
 def test_equal_values_one_address_and_stored_bytes_canonical(store, value, seed):
     a = store.ingest([Document(json.dumps(value).encode(), kind="json")]).results[0]

@@ -15,8 +15,11 @@ def test_mentions_edges_to_stored_blobs_and_to_earlier_documents_of_the_batch(st
     first_address = digest_bytes(first).address  # canonical form of {"n":1} is the same bytes
     docs = [
         Document(first),
-        Document(json.dumps({"see": [blob.digest.address, "sha256:" + "0" * 64],
-                             "prev": first_address}).encode()),
+        Document(
+            json.dumps(
+                {"see": [blob.digest.address, "sha256:" + "0" * 64], "prev": first_address}
+            ).encode()
+        ),
     ]
     report = store.ingest(docs)
     assert [r.new for r in report.results] == [True, True]

@@ -22,19 +22,32 @@ def test_bind_once_then_conflict(store):
 def test_bind_many_in_order(store):
     store.db.run_transaction(lambda c: bind(c, "ns", "a", "1"))
     res = store.db.run_transaction(
-        lambda c: bind_many(c, "ns", [("a", "1"), ("a", "2"), ("b", "3"), ("b", "3"), ("b", "4")]))
-    assert [(r.new, r.conflict) for r in res] == [(False, False), (False, True), (True, False),
-                                                  (False, False), (False, True)]
+        lambda c: bind_many(c, "ns", [("a", "1"), ("a", "2"), ("b", "3"), ("b", "3"), ("b", "4")])
+    )
+    assert [(r.new, r.conflict) for r in res] == [
+        (False, False),
+        (False, True),
+        (True, False),
+        (False, False),
+        (False, True),
+    ]
     assert res[1].value == "1" and res[4].value == "3"
 
 
 def test_txn_bind_conflict_rolls_back_everything(store, snapshot):
-    store.transaction(lambda t: t.bind("ns", "k", "v1", on_conflict=lambda e: evstore.BindingConflict(e)))
+    store.transaction(
+        lambda t: t.bind("ns", "k", "v1", on_conflict=lambda e: evstore.BindingConflict(e))
+    )
     before = snapshot(store)
 
     def work(t):
         t.put_blob(b"written before the conflict")
-        t.bind("ns", "k", "v2", on_conflict=lambda e: evstore.BindingConflict(f"bound to {e}", code="test.conflict"))
+        t.bind(
+            "ns",
+            "k",
+            "v2",
+            on_conflict=lambda e: evstore.BindingConflict(f"bound to {e}", code="test.conflict"),
+        )
 
     try:
         store.transaction(work)

@@ -20,8 +20,12 @@ def test_all_four_ref_forms_resolve(store):
     data = "héllo wörld\n".encode()
     put = store.put(data)
     d = put.digest
-    for ref in (d.address, "sha256:" + d.sha256, "sha256:" + d.sha256_b64u,
-                "object-store:sha256:" + d.sha256_b64u):
+    for ref in (
+        d.address,
+        "sha256:" + d.sha256,
+        "sha256:" + d.sha256_b64u,
+        "object-store:sha256:" + d.sha256_b64u,
+    ):
         assert store.get(ref) == data
         assert store.stat(ref)["size"] == len(data)
     assert store.has([d.address, "sha256:" + d.sha256]) == []
@@ -59,7 +63,9 @@ def test_streamed_put_stores_exact_bytes(store, size):
     assert store.get(put.digest.address) == data
     with store.open_blob("sha256:" + put.digest.sha256) as (dg, chunks):
         assert b"".join(chunks) == data
-    assert store.stat(put.digest.address)["stored"] == ("inline" if size <= INLINE_MAX else "chunked")
+    assert store.stat(put.digest.address)["stored"] == (
+        "inline" if size <= INLINE_MAX else "chunked"
+    )
     again = store.put(io.BytesIO(data))
     assert not again.new
     with store.db.engine.connect() as conn:  # the duplicate left no orphan chunks
@@ -98,9 +104,14 @@ def test_corrupt_chunk_is_detected_before_any_byte(store):
     data = b"z" * (2 * CHUNK_SIZE + 10)
     put = store.put(io.BytesIO(data))
     with store.db.engine.begin() as conn:
-        cs = conn.execute(sa.select(blobs.c.chunk_set).where(blobs.c.address == put.digest.blake3)).scalar()
-        conn.execute(sa.update(blob_chunks).where(blob_chunks.c.chunk_set == cs, blob_chunks.c.seq == 2)
-                     .values(data=b"y" * 10))
+        cs = conn.execute(
+            sa.select(blobs.c.chunk_set).where(blobs.c.address == put.digest.blake3)
+        ).scalar()
+        conn.execute(
+            sa.update(blob_chunks)
+            .where(blob_chunks.c.chunk_set == cs, blob_chunks.c.seq == 2)
+            .values(data=b"y" * 10)
+        )
     emitted = []
     with pytest.raises(evstore.CorruptionError):
         with store.open_blob(put.digest.address) as (_d, chunks):
@@ -114,7 +125,9 @@ def test_corrupt_chunk_is_detected_before_any_byte(store):
 def test_sha256_index_corruption_is_reported_by_check(store):
     put = store.put(b"abc")
     with store.db.engine.begin() as conn:
-        conn.execute(sa.update(blobs).where(blobs.c.address == put.digest.blake3).values(sha256="0" * 64))
+        conn.execute(
+            sa.update(blobs).where(blobs.c.address == put.digest.blake3).values(sha256="0" * 64)
+        )
     assert [f.code for f in store.check()] == ["corruption.sha256-index"]
 
 
@@ -123,8 +136,11 @@ def test_tampered_sha256_index_never_answers_for_other_bytes(store):
     b = store.put(b"BBBB")
     with store.db.engine.begin() as conn:  # A's row now claims B's SHA-256; B's row is gone
         conn.execute(sa.delete(blobs).where(blobs.c.address == b.digest.blake3))
-        conn.execute(sa.update(blobs).where(blobs.c.address == a.digest.blake3)
-                     .values(sha256=b.digest.sha256))
+        conn.execute(
+            sa.update(blobs)
+            .where(blobs.c.address == a.digest.blake3)
+            .values(sha256=b.digest.sha256)
+        )
     with pytest.raises(evstore.CorruptionError) as exc:
         store.get("sha256:" + b.digest.sha256)
     assert exc.value.code == "corruption.sha256-index"
@@ -158,8 +174,15 @@ def test_bulk_copy_falls_back_when_a_concurrent_writer_stored_a_row_first(store)
     rows = []
     for d in datas:
         dg = digest_bytes(d)
-        rows.append({"address": dg.blake3, "sha256": dg.sha256, "size": dg.size, "data": d,
-                     "chunk_set": None})
+        rows.append(
+            {
+                "address": dg.blake3,
+                "sha256": dg.sha256,
+                "size": dg.size,
+                "data": d,
+                "chunk_set": None,
+            }
+        )
     store.db.run_transaction(lambda conn: b._copy_blobs(conn, rows))
     assert all(store.get(digest_bytes(d).address) == d for d in datas[:20])
     with store.db.engine.connect() as conn:
@@ -171,8 +194,11 @@ def test_stat_and_has_rehash_before_reporting_digests(store):
     b = store.put(b"BBBB")
     with store.db.engine.begin() as conn:
         conn.execute(sa.delete(blobs).where(blobs.c.address == a.digest.blake3))
-        conn.execute(sa.update(blobs).where(blobs.c.address == b.digest.blake3)
-                     .values(sha256=a.digest.sha256))
+        conn.execute(
+            sa.update(blobs)
+            .where(blobs.c.address == b.digest.blake3)
+            .values(sha256=a.digest.sha256)
+        )
     for ref in ("sha256:" + a.digest.sha256, b.digest.address):
         with pytest.raises(evstore.CorruptionError) as exc:
             store.stat(ref)
@@ -189,7 +215,8 @@ def test_malformed_artifact_rows_and_settings_are_listed_by_check(store):
     with store.db.engine.begin() as conn:
         conn.exec_driver_sql("UPDATE artifacts SET accepted_at = 'garbage'")
         conn.exec_driver_sql(
-            "INSERT INTO settings VALUES ('fragments.revision_extension_keys', '5')")
+            "INSERT INTO settings VALUES ('fragments.revision_extension_keys', '5')"
+        )
     with pytest.raises(evstore.CorruptionError) as exc:
         store.ls()
     assert exc.value.code == "corruption.row"

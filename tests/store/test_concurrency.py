@@ -34,8 +34,12 @@ print(json.dumps(out))
 
 def test_eight_writers(store_url):
     procs = [
-        subprocess.Popen([sys.executable, "-c", WORKER, store_url, str(i)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, store_url, str(i)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for i in range(8)
     ]
     outs = []
@@ -73,8 +77,15 @@ print("ok")
 
 
 def test_eight_processes_create_one_store_at_once(empty_url):
-    procs = [subprocess.Popen([sys.executable, "-c", CREATOR, empty_url], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(8)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CREATOR, empty_url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(8)
+    ]
     for p in procs:
         out, err = p.communicate(timeout=300)
         assert p.returncode == 0, err

@@ -10,15 +10,23 @@ from evstore.tables import settings
 def test_set_and_read_back(store):
     assert store.config()["packages.strict_context_bytes"] is False
     assert store.set_config("packages.strict_context_bytes", "yes") is True
-    assert store.set_config("fragments.revision_extension_keys", "a.rev, b.rev") == ["a.rev", "b.rev"]
+    assert store.set_config("fragments.revision_extension_keys", "a.rev, b.rev") == [
+        "a.rev",
+        "b.rev",
+    ]
     cfg = store.config()
     assert cfg["packages.strict_context_bytes"] is True
     assert cfg["fragments.revision_extension_keys"] == ["a.rev", "b.rev"]
 
 
-@pytest.mark.parametrize("name,value", [("packages.strict_context_bytes", "maybe"),
-                                        ("fragments.revision_extension_keys", '[""]'),
-                                        ("fragments.revision_extension_keys", "{}")])
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("packages.strict_context_bytes", "maybe"),
+        ("fragments.revision_extension_keys", '[""]'),
+        ("fragments.revision_extension_keys", "{}"),
+    ],
+)
 def test_bad_values_are_refused(store, name, value):
     with pytest.raises(evstore.InputError) as exc:
         store.set_config(name, value)
