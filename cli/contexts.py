@@ -12,9 +12,6 @@ import sys
 
 import click
 
-from evstore.canonical import dumps
-from evstore.digests import digest_bytes
-
 from .common import Ctx, emit, open_store, output_option, pass_ctx, write_output
 
 __all__ = ["register"]
@@ -70,11 +67,10 @@ def register(cli: click.Group) -> None:
         context.range-order, corruption.*; 2 usage (bad START:END or N).
         """
         with open_store(ctx) as store:
-            units = store.contexts.excerpt(source_ref, ranges, window)
-        data = dumps(units)
+            got = store.contexts.excerpt_bytes(source_ref, ranges, window)
         if output:
             write_output(
-                ctx, output, data, {"units": len(units), "address": digest_bytes(data).address}
+                ctx, output, got.data, {"units": len(got.units), "address": got.digest.address}
             )
         elif ctx.json:
             emit(
@@ -83,11 +79,11 @@ def register(cli: click.Group) -> None:
                     "ok": True,
                     "source": source_ref,
                     "window": window,
-                    "units": len(units),
-                    "address": digest_bytes(data).address,
-                    "excerpt": units,
+                    "units": len(got.units),
+                    "address": got.digest.address,
+                    "excerpt": got.units,
                 },
             )
         else:
-            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.write(got.data)
             sys.stdout.buffer.flush()

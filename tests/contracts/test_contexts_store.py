@@ -16,7 +16,8 @@ import sqlalchemy as sa
 
 from evstore import Document
 from evstore.canonical import dumps
-from evstore.contexts import EvidenceContextKind, select_excerpt
+from evstore.context_rules import select_excerpt
+from evstore.contexts import EvidenceContextKind
 from evstore.errors import EvstoreError, InputError, NotFound
 from evstore.tables import edges
 
