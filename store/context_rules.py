@@ -35,11 +35,11 @@ unit, shape and rule alike, are reported unit by unit in a documented order).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Mapping, Sequence
-from functools import partial
+from collections.abc import Container, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
+from .context_schema import STEP_MEMBER, STEP_SOURCE_ID, ShapeFault, json_type, shape_faults, show
 from .errors import EvstoreError, Faults, error, join_pointer
 
 __all__ = [
@@ -126,8 +126,6 @@ UNIT_OPTIONAL_FIELDS: Final[tuple[str, ...]] = ("metadata",)
 #: The exact members of a unit's self ref.
 REF_FIELDS: Final[tuple[str, ...]] = ("source_id", "start_unit_id", "end_unit_id")
 
-_UNIT_ALLOWED = frozenset(UNIT_FIELDS + UNIT_OPTIONAL_FIELDS)
-_REF_ALLOWED = frozenset(REF_FIELDS)
 # I-JSON (RFC 7493) interoperable integers; the strict reader enforces the same bound, and
 # repeating it here keeps these pure rules right for values that did not come through it.
 _MAX_SAFE_INT = 2**53 - 1
@@ -156,29 +154,6 @@ def _is_json_int(value: Any) -> bool:
 
 def _is_nonempty_str(value: Any) -> bool:
     return isinstance(value, str) and value != ""
-
-
-def _show(value: Any) -> str:
-    """A bounded repr for messages: a fault must not echo a whole document back."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _json_type(value: Any) -> str:
-    for name, types in _JSON_TYPES:
-        if isinstance(value, types):
-            return name
-    return "null" if value is None else type(value).__name__
-
-
-# bool before number: bool is an int subclass.
-_JSON_TYPES: tuple[tuple[str, type | tuple[type, ...]], ...] = (
-    ("boolean", bool),
-    ("number", (int, float)),
-    ("string", str),
-    ("array", list),
-    ("object", dict),
-)
 
 
 # --------------------------------------------------------------------------- descriptors
@@ -228,7 +203,7 @@ def check_descriptor(
     if not isinstance(version, str) or version != want_version:
         faults.add(
             "context.unsupported-version",
-            f"schema version {_show(version)} is not supported; "
+            f"schema version {show(version)} is not supported; "
             f"evstore decodes only {want_version!r}",
             join_pointer(pointer, "schema_version"),
             expected=want_version,
@@ -241,7 +216,7 @@ def check_descriptor(
         else:
             ok, want = _is_nonempty_str(value), "a non-empty string"
         if not ok:
-            got = f"is {_show(value)}" if key in desc else "is missing"
+            got = f"is {show(value)}" if key in desc else "is missing"
             faults.add(
                 _DESCRIPTOR_CODES[key],
                 f"descriptor {key} {got}, expected {want}",
@@ -287,107 +262,98 @@ def check_index(index: Mapping[str, Any], files: Container[str]) -> list[Evstore
 
 # --------------------------------------------------------------------------- unit arrays
 
-# Typed unit members: name -> (test, code, what the value must be).
-_MEMBER_RULES: Final[dict[str, tuple[Any, str, str]]] = {
-    "id": (_is_json_int, "context.unit-id", "a JSON integer within +-(2^53-1)"),
-    "kind": (_is_nonempty_str, "context.unit-kind", "a non-empty string"),
-    "text": (lambda v: isinstance(v, str), "context.unit-text", "a string"),
-    "metadata": (lambda v: isinstance(v, dict), "context.unit-metadata", "a JSON object"),
-}
+# Steps of one unit's faults after the schema's (store/context_schema.py), in report order.
+_STEP_SELF_REF, _STEP_DUPLICATE = 8, 9
+
+
+class _Pending(NamedTuple):
+    key: tuple[int, int, int]
+    code: str
+    message: str
+    pointer: str
+    details: dict[str, Any]
 
 
 def _validate_units(doc: Any, rule: str) -> list[EvstoreError]:
-    """Apply the unit-array rules shared by payloads and source documents."""
+    """Apply the unit-array rules shared by payloads and source documents.
+
+    The shape is our JSON Schema's (:func:`~evstore.context_schema.shape_faults`); the rules
+    that compare members with each other are here. Both are reported unit by unit, each
+    unit's faults in one documented order (shape, typed members, ref, source, self ref,
+    duplicate id), whichever of the two found them.
+    """
     faults = Faults()
-    # One code is raised under two sections (payload, source document): name it each time.
-    add = partial(faults.add, rule=rule)
-    if not isinstance(doc, list):
-        add(
-            "context.payload-not-array",
-            f"expected a top-level JSON array of source units, got {_json_type(doc)}",
-            "",
-        )
-        return faults.errors
-    first_at: dict[int, int] = {}
-    source: tuple[str, str] | None = None  # (source_id, pointer where first seen)
-    for i, unit in enumerate(doc):
-        at = join_pointer("", i)
-        if not isinstance(unit, dict):
-            add("context.unit-shape", f"a unit is a JSON object, not {_json_type(unit)}", at)
-            continue
-        for name in UNIT_FIELDS:
-            if name not in unit:
-                add("context.unit-shape", f"unit has no {name}", join_pointer(at, name))
-        for name in unit:
-            if name not in _UNIT_ALLOWED:
-                add(
-                    "context.unit-shape",
-                    f"unknown fixed unit member {name!r}; source-owned data belongs in metadata",
-                    join_pointer(at, name),
-                )
-        for name, (test, code, what) in _MEMBER_RULES.items():
-            if name in unit and not test(unit[name]):
-                add(
-                    code,
-                    f"unit {name} must be {what}, got {_show(unit[name])}",
-                    join_pointer(at, name),
-                )
-        uid = unit["id"] if _is_json_int(unit.get("id")) else None
-        if "ref" in unit:
-            source = _check_ref(unit["ref"], uid, join_pointer(at, "ref"), source, add)
-        if uid is not None:
-            if uid in first_at:
-                first = join_pointer("", first_at[uid])
-                add(
-                    "context.unit-duplicate",
-                    f"unit id {uid} already occurs at {first}",
-                    join_pointer(at, "id"),
-                    first=first,
-                )
-            else:
-                first_at[uid] = i
+    shapes = shape_faults(doc)
+    pending: list[_Pending | ShapeFault] = list(shapes)
+    if isinstance(doc, list):
+        pending.extend(_member_rules(doc))
+    for f in sorted(pending, key=lambda f: f.key):
+        details = f.details if isinstance(f, _Pending) else {}
+        # One code is raised under two sections (payload, source document): name it each time.
+        faults.add(f.code, f.message, f.pointer, rule=rule, **details)
     return faults.errors
 
 
-def _check_ref(
-    ref: Any, uid: int | None, at: str, source: tuple[str, str] | None, add: Callable[..., Any]
+def _member_rules(doc: list[Any]) -> list[_Pending]:
+    """The rules JSON Schema cannot state, for every unit of a unit array."""
+    out: list[_Pending] = []
+    first_at: dict[int, int] = {}
+    source: tuple[str, str] | None = None  # (source_id, pointer where first seen)
+    for i, unit in enumerate(doc):
+        if not isinstance(unit, dict):
+            continue
+        at = join_pointer("", i)
+        value = unit.get("id")
+        # JSON Schema's data model equates 10.0 and 10; the contract asks for an integer
+        # written without fraction (a value the strict reader never produces, but the pure
+        # rules also take values built in Python).
+        if type(value) is float and value.is_integer() and abs(value) <= _MAX_SAFE_INT:
+            message = f"unit id must be a JSON integer within +-(2^53-1), got {show(value)}"
+            out.append(_Pending((i, STEP_MEMBER, 0), "context.unit-id", message, at + "/id", {}))
+        uid = value if _is_json_int(value) else None
+        ref = unit.get("ref")
+        if isinstance(ref, dict):
+            source = _ref_rules(ref, uid, i, join_pointer(at, "ref"), source, out)
+        if uid is not None:
+            if uid in first_at:
+                first = join_pointer("", first_at[uid])
+                message = f"unit id {uid} already occurs at {first}"
+                key = (i, _STEP_DUPLICATE, 0)
+                out.append(
+                    _Pending(key, "context.unit-duplicate", message, at + "/id", {"first": first})
+                )
+            else:
+                first_at[uid] = i
+    return out
+
+
+def _ref_rules(
+    ref: dict[str, Any],
+    uid: int | None,
+    i: int,
+    at: str,
+    source: tuple[str, str] | None,
+    out: list[_Pending],
 ) -> tuple[str, str] | None:
-    """Check one self ref, reporting through ``add``; returns the excerpt's source (first seen)."""
-    if not isinstance(ref, dict):
-        add("context.ref-shape", f"ref must be a JSON object, got {_json_type(ref)}", at)
-        return source
-    for name in REF_FIELDS:
-        if name not in ref:
-            add("context.ref-shape", f"ref has no {name}", join_pointer(at, name))
-    for name in ref:
-        if name not in _REF_ALLOWED:
-            add("context.ref-shape", f"unknown ref member {name!r}", join_pointer(at, name))
-    if "source_id" in ref:
-        sid, where = ref["source_id"], join_pointer(at, "source_id")
-        if not _is_nonempty_str(sid):
-            add(
-                "context.ref-source-id",
-                f"source_id must be a non-empty string, got {_show(sid)}",
-                where,
-            )
-        elif source is None:
+    """One source per excerpt and self refs, into ``out``; returns the source (first seen)."""
+    sid = ref.get("source_id")
+    if isinstance(sid, str) and sid:
+        where = join_pointer(at, "source_id")
+        if source is None:
             source = (sid, where)
         elif sid != source[0]:
-            add(
-                "context.source-mixed",
-                f"source_id {sid!r} differs from {source[0]!r} at {source[1]}",
-                where,
-                expected=source[0],
+            message = f"source_id {sid!r} differs from {source[0]!r} at {source[1]}"
+            key = (i, STEP_SOURCE_ID, 0)
+            out.append(
+                _Pending(key, "context.source-mixed", message, where, {"expected": source[0]})
             )
     # Without a valid id there is nothing to compare against; unit-id already says why.
     if uid is not None:
-        for name in ("start_unit_id", "end_unit_id"):
+        for j, name in enumerate(("start_unit_id", "end_unit_id")):
             if name in ref and not (_is_json_int(ref[name]) and ref[name] == uid):
-                add(
-                    "context.self-ref",
-                    f"{name} is {_show(ref[name])}; a self ref names the unit's own id {uid}",
-                    join_pointer(at, name),
-                )
+                message = f"{name} is {show(ref[name])}; a self ref names the unit's own id {uid}"
+                key = (i, _STEP_SELF_REF, j)
+                out.append(_Pending(key, "context.self-ref", message, join_pointer(at, name), {}))
     return source
 
 
@@ -446,8 +412,8 @@ def _first_difference(a: Any, b: Any, pointer: str) -> str | None:
     irrelevant, booleans are not numbers, and numbers compare by value (1 and 1.0 both
     canonicalise to ``1``).
     """
-    kind = _json_type(a)
-    if kind != _json_type(b):
+    kind = json_type(a)
+    if kind != json_type(b):
         return pointer
     if kind == "object":
         for key in sorted(a.keys() | b.keys()):
