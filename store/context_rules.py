@@ -39,7 +39,16 @@ from collections.abc import Container, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
-from .context_schema import STEP_MEMBER, STEP_SOURCE_ID, ShapeFault, json_type, shape_faults, show
+from .context_schema import (
+    DESCRIPTOR_RULES,
+    STEP_MEMBER,
+    STEP_SOURCE_ID,
+    ShapeFault,
+    descriptor_verdict,
+    json_type,
+    shape_faults,
+    show,
+)
 from .errors import EvstoreError, Faults, error, join_pointer
 
 __all__ = [
@@ -130,17 +139,6 @@ REF_FIELDS: Final[tuple[str, ...]] = ("source_id", "start_unit_id", "end_unit_id
 # repeating it here keeps these pure rules right for values that did not come through it.
 _MAX_SAFE_INT = 2**53 - 1
 
-_DESCRIPTOR_CODES: Final[Mapping[str, str]] = MappingProxyType(
-    {
-        "artifact_kind": "context.descriptor-kind",
-        "media_type": "context.descriptor-media-type",
-        "schema_id": "context.descriptor-schema-id",
-        "schema_name": "context.descriptor-schema-name",
-        "schema_version": "context.unsupported-version",
-        "logical_file": "context.descriptor-logical-file",
-    }
-)
-
 
 def _is_json_int(value: Any) -> bool:
     # bool is an int subclass in Python but a distinct JSON type; floats such as 10.0 are
@@ -188,41 +186,38 @@ def check_descriptor(
         ``context.descriptor-logical-file``.
     """
     faults = Faults()
-    if not isinstance(desc, dict):
+    verdict = descriptor_verdict(desc, expected)
+    if verdict.not_object:
         faults.add("context.descriptor-shape", "descriptor is not a JSON object", pointer)
         return faults.errors
-    for key in desc:
-        if key not in DESCRIPTOR_KEYS:
-            faults.add(
-                "context.descriptor-shape",
-                f"unknown descriptor member {key!r}; the members are {', '.join(DESCRIPTOR_KEYS)}",
-                join_pointer(pointer, key),
-            )
-    want_version = expected["schema_version"]
-    version = desc.get("schema_version")
-    if not isinstance(version, str) or version != want_version:
+    for key in verdict.unexpected:
         faults.add(
-            "context.unsupported-version",
-            f"schema version {show(version)} is not supported; "
-            f"evstore decodes only {want_version!r}",
-            join_pointer(pointer, "schema_version"),
-            expected=want_version,
+            "context.descriptor-shape",
+            f"unknown descriptor member {key!r}; the members are {', '.join(DESCRIPTOR_KEYS)}",
+            join_pointer(pointer, key),
         )
-        return faults.errors
     for key in DESCRIPTOR_KEYS:
+        rule, code = DESCRIPTOR_RULES[key]
+        if rule not in verdict.failed:
+            continue
         value = desc.get(key)
-        if key in expected:
-            ok, want = isinstance(value, str) and value == expected[key], repr(expected[key])
-        else:
-            ok, want = _is_nonempty_str(value), "a non-empty string"
-        if not ok:
-            got = f"is {show(value)}" if key in desc else "is missing"
+        if key == "schema_version":
             faults.add(
-                _DESCRIPTOR_CODES[key],
-                f"descriptor {key} {got}, expected {want}",
+                code,
+                f"schema version {show(value)} is not supported; "
+                f"evstore decodes only {expected[key]!r}",
                 join_pointer(pointer, key),
-                expected=expected.get(key),
+                expected=expected[key],
             )
+            return faults.errors  # the other values belong to a schema evstore does not know
+        want = repr(expected[key]) if key in expected else "a non-empty string"
+        got = f"is {show(value)}" if key in desc else "is missing"
+        faults.add(
+            code,
+            f"descriptor {key} {got}, expected {want}",
+            join_pointer(pointer, key),
+            expected=expected.get(key),
+        )
     return faults.errors
 
 

@@ -22,6 +22,8 @@ import jsonschema_rs
 from .errors import join_pointer
 
 __all__ = [
+    "DESCRIPTOR_RULES",
+    "DescriptorVerdict",
     "MEMBER_WHAT",
     "RULE_CODES",
     "SCHEMA_FILE",
@@ -34,6 +36,8 @@ __all__ = [
     "STEP_UNIT_TYPE",
     "STEP_UNIT_UNKNOWN",
     "ShapeFault",
+    "descriptor_schema",
+    "descriptor_verdict",
     "json_type",
     "load_schema",
     "shape_faults",
@@ -200,3 +204,97 @@ def shape_faults(doc: Any) -> list[ShapeFault]:
         for shape in _convert(doc, fault):
             found.setdefault((shape.key, shape.code, shape.pointer), shape)
     return sorted(found.values(), key=lambda f: f.key)
+
+
+# --------------------------------------------------------------------------- descriptors
+
+#: Descriptor key -> the ``rule-*`` subschema of its value (and the code of a fault there).
+DESCRIPTOR_RULES: Final[Mapping[str, tuple[str, str]]] = {
+    "artifact_kind": ("rule-descriptor-kind", "context.descriptor-kind"),
+    "media_type": ("rule-descriptor-media-type", "context.descriptor-media-type"),
+    "schema_id": ("rule-descriptor-schema-id", "context.descriptor-schema-id"),
+    "schema_name": ("rule-descriptor-schema-name", "context.descriptor-schema-name"),
+    "schema_version": ("rule-unsupported-version", "context.unsupported-version"),
+    "logical_file": ("rule-descriptor-logical-file", "context.descriptor-logical-file"),
+}
+
+
+def descriptor_schema(expected: Mapping[str, str]) -> dict[str, Any]:
+    """The JSON Schema of a descriptor whose fixed values are ``expected``.
+
+    Built from the one definition of the values (``context_rules.EVIDENCE_CONTEXT_DESCRIPTOR``
+    or ``SOURCE_DOCUMENT_DESCRIPTOR``), so no value is written twice: ``rule-descriptor-shape``
+    (an object of exactly the six keys), then, only when ``schema_version`` is the decodable
+    one, a ``rule-*`` subschema per key (``const`` the expected value, or a non-empty string
+    for a key ``expected`` leaves free); otherwise ``rule-unsupported-version``.
+    """
+    defs: dict[str, Any] = {
+        "rule-descriptor-shape": {
+            "type": "object",
+            "properties": dict.fromkeys(DESCRIPTOR_RULES, True),
+            "additionalProperties": False,
+        }
+    }
+    for key, (rule, _) in DESCRIPTOR_RULES.items():
+        value: dict[str, Any] = (
+            {"const": expected[key]} if key in expected else {"type": "string", "minLength": 1}
+        )
+        defs[rule] = {"required": [key], "properties": {key: value}}
+    version = DESCRIPTOR_RULES["schema_version"][0]
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$defs": defs,
+        "allOf": [
+            {"$ref": "#/$defs/rule-descriptor-shape"},
+            {
+                "if": {"$ref": f"#/$defs/{version}"},
+                "then": {
+                    "allOf": [
+                        {"$ref": f"#/$defs/{rule}"}
+                        for key, (rule, _) in DESCRIPTOR_RULES.items()
+                        if key != "schema_version"
+                    ]
+                },
+                "else": {"$ref": f"#/$defs/{version}"},
+            },
+        ],
+    }
+
+
+@lru_cache(maxsize=8)
+def _descriptor_validator(
+    expected: tuple[tuple[str, str], ...],
+) -> jsonschema_rs.Draft202012Validator:
+    schema = descriptor_schema(dict(expected))
+    return jsonschema_rs.Draft202012Validator(schema, retriever=_refuse_retrieval)
+
+
+class DescriptorVerdict(NamedTuple):
+    """What the descriptor schema found: ``failed`` holds ``rule-*`` names."""
+
+    not_object: bool
+    unexpected: list[str]
+    failed: frozenset[str]
+
+
+def descriptor_verdict(desc: Any, expected: Mapping[str, str]) -> DescriptorVerdict:
+    """Run the descriptor schema of ``expected`` over ``desc``.
+
+    Returns:
+        Whether ``desc`` is not an object, its members outside the six keys (in document
+        order), and the ``rule-*`` subschemas that failed.
+    """
+    validator = _descriptor_validator(tuple(sorted(expected.items())))
+    if validator.is_valid(desc):
+        return DescriptorVerdict(False, [], frozenset())
+    not_object, unexpected, failed = False, set(), set()
+    for fault in validator.iter_errors(desc):
+        rule = str(fault.schema_path[fault.schema_path.index("$defs") + 1])
+        failed.add(rule)
+        kind = fault.kind
+        if isinstance(kind, jsonschema_rs.ValidationErrorKind.AdditionalProperties):
+            unexpected.update(kind.unexpected)
+        elif rule == "rule-descriptor-shape":
+            not_object = True  # the shape's other keyword is the object type
+    order = [key for key in desc if key in unexpected] if isinstance(desc, dict) else []
+    return DescriptorVerdict(not_object, order, frozenset(failed))
