@@ -16,11 +16,16 @@ the evidence-context descriptor through :func:`~evstore.context_rules.check_inde
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import Any, Final, NamedTuple
+
+import jsonschema_rs
 
 from .canonical import loads
 from .context_rules import (
@@ -37,9 +42,12 @@ __all__ = [
     "BundleFile",
     "BundleKind",
     "INDEX_FILE",
+    "RULE_DEFS",
     "RULE_LAYOUT",
+    "SCHEMA_FILE",
     "check_logical_name",
     "index_faults",
+    "load_schema",
     "read_bundle",
 ]
 
@@ -160,20 +168,68 @@ def _read_inside(root: Path, name: str, pointer: str) -> bytes | None:
 # --------------------------------------------------------------------------- index.json
 
 
-def _descriptor_fault(desc: Any, at: str) -> EvstoreError | None:
-    """The layout fault of one descriptor (not the evidence context's), or None."""
-    if not isinstance(desc, dict) or set(desc) != set(DESCRIPTOR_KEYS):
-        return error(
+#: Our JSON Schema of index.json's layout shape, a file of this package (``evstore/schemas/``).
+SCHEMA_FILE: Final = "evstore-bundle-index-v1.schema.json"
+#: ``rule-*`` subschemas of :data:`SCHEMA_FILE`; a fault under any of them is
+#: ``bundle.index-shape`` (one per descriptor, the first in the documented order).
+RULE_DEFS: Final = ("rule-index-shape", "rule-index-descriptor", "rule-index-descriptor-value")
+
+
+def load_schema() -> dict[str, Any]:
+    """Our JSON Schema of index.json's layout shape, parsed (a fresh copy on each call)."""
+    text = resources.files(__package__).joinpath("schemas", SCHEMA_FILE).read_text("utf-8")
+    result: dict[str, Any] = json.loads(text)
+    return result
+
+
+def _refuse_retrieval(uri: str) -> Any:
+    # Our schema is self-contained; any retrieval attempt is a bug in it, never a fetch.
+    raise ValueError(f"evstore never retrieves schemas ({uri})")
+
+
+@lru_cache(maxsize=1)
+def _validator() -> jsonschema_rs.Draft202012Validator:
+    return jsonschema_rs.Draft202012Validator(load_schema(), retriever=_refuse_retrieval)
+
+
+def _shape_faults(index: Any) -> dict[str | None, EvstoreError]:
+    """Schema faults of index.json: ``None`` -> the index's own; descriptor name -> its one.
+
+    A descriptor that is not an object of exactly the six keys gets that fault; otherwise
+    its first non-string value in :data:`~evstore.context_rules.DESCRIPTOR_KEYS` order.
+    """
+    validator = _validator()
+    if validator.is_valid(index):
+        return {}
+    objects: set[str] = set()
+    values: dict[str, set[str]] = {}
+    for fault in validator.iter_errors(index):
+        path = list(fault.instance_path)
+        rule = fault.schema_path[fault.schema_path.index("$defs") + 1]
+        if rule == "rule-index-shape":
+            return {
+                None: error("bundle.index-shape", "index.json must be a JSON object of descriptors")
+            }
+        if rule == "rule-index-descriptor":
+            objects.add(str(path[0]))
+        else:
+            values.setdefault(str(path[0]), set()).add(str(path[1]))
+    out: dict[str | None, EvstoreError] = {}
+    for dname in objects:
+        out[dname] = error(
             "bundle.index-shape",
             "a descriptor is an object with exactly " + ", ".join(DESCRIPTOR_KEYS),
-            at,
+            join_pointer("", dname),
         )
-    bad = [k for k in DESCRIPTOR_KEYS if not isinstance(desc[k], str)]
-    if bad:
-        return error(
-            "bundle.index-shape", "descriptor values are strings", join_pointer(at, bad[0])
-        )
-    return None
+    for dname, keys in values.items():
+        if dname not in out:
+            first = next(k for k in DESCRIPTOR_KEYS if k in keys)
+            out[dname] = error(
+                "bundle.index-shape",
+                "descriptor values are strings",
+                join_pointer("", dname, first),
+            )
+    return out
 
 
 def _kind_faults(desc: Mapping[str, str], at: str, faults: Faults) -> None:
@@ -214,18 +270,17 @@ def index_faults(index: Any, exists: Mapping[str, bool]) -> Faults:
         the ``context.*`` codes of ``check_index``.
     """
     faults = Faults()
-    if not isinstance(index, dict):
-        faults.add("bundle.index-shape", "index.json must be a JSON object of descriptors")
+    shape = _shape_faults(index)
+    if None in shape:
+        faults.errors.append(shape[None])
         return faults
     for dname, desc in index.items():
         if dname == INDEX_KEY:
             continue  # the contract's own rules, below
-        at = join_pointer("", dname)
-        shape = _descriptor_fault(desc, at)
-        if shape is not None:
-            faults.errors.append(shape)
+        if dname in shape:
+            faults.errors.append(shape[dname])
         else:
-            _kind_faults(desc, at, faults)
+            _kind_faults(desc, join_pointer("", dname), faults)
     named: dict[str, str] = {}
     for dname, desc in index.items():
         name = desc.get("logical_file") if isinstance(desc, dict) else None
