@@ -203,6 +203,14 @@ def test_excerpt_from_the_stored_document(store: Any, source_ref: str) -> None:
     assert store.contexts.excerpt(source_ref, [], 3) == []
 
 
+def test_excerpt_bytes_are_the_canonical_form(store: Any, source_ref: str) -> None:
+    got = store.contexts.excerpt_bytes(source_ref, [(10, 10)], 1)
+    assert got.units == store.contexts.excerpt(source_ref, [(10, 10)], 1)
+    assert got.data == dumps(got.units)
+    assert got.digest.address == store.put(got.data).digest.address
+    assert got.digest.size == len(got.data)
+
+
 @pytest.mark.parametrize(
     ("ranges", "code"),
     [([(10, 99)], "context.range-unknown"), ([(20, 10)], "context.range-order")],
