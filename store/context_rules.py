@@ -27,10 +27,13 @@ Checks are split the way the contract splits them: :func:`check_descriptor` and
 source document) and :func:`select_excerpt` (the producer's selection rule).
 :func:`validate` is the contract-module entry point shared by every contract.
 
-Shape checks are Python, not JSON Schema: see docs/design.md (a unit id must be a JSON
-integer written without fraction, which JSON Schema's data model cannot tell from ``10.0``;
-self refs, one source and unique ids compare members with each other; and the faults of one
-unit, shape and rule alike, are reported unit by unit in a documented order).
+Shapes go through JSON Schema (store/context_schema.py: the unit and ref shape from
+``schemas/notarius-evidence-context-v1.schema.json``, descriptors from a schema built from
+:data:`EVIDENCE_CONTEXT_DESCRIPTOR` / :data:`SOURCE_DOCUMENT_DESCRIPTOR`), each ``rule-*``
+subschema mapped to its code. What a schema cannot state stays here, in Python: a unit id
+written without fraction (JSON Schema's data model equates ``10.0`` and ``10``), self refs,
+one source per excerpt and unique ids (members compared with each other), and the source
+check. Faults of both are reported unit by unit in one documented order.
 """
 
 from __future__ import annotations
@@ -374,6 +377,9 @@ def validate_payload(payload: Any) -> list[EvstoreError]:
         ``context.unit-id``, ``context.unit-kind``, ``context.unit-text``,
         ``context.unit-metadata``, ``context.ref-shape``, ``context.ref-source-id``,
         ``context.self-ref``, ``context.source-mixed``, ``context.unit-duplicate``.
+
+    Raises:
+        TypeError: ``payload`` holds a Python value with no JSON form (API misuse).
     """
     return _validate_units(payload, RULE_PAYLOAD)
 

@@ -195,12 +195,23 @@ def shape_faults(doc: Any) -> list[ShapeFault]:
     Returns:
         Shape faults sorted by key; one per keyword fault (one per unexpected member),
         deduplicated. ``[]`` when the schema holds (checked first, cheaply).
+
+    Raises:
+        TypeError: ``doc`` holds a Python value with no JSON form (e.g. an arbitrary object).
     """
+    if not isinstance(doc, list):
+        # jsonschema-rs would read a Python tuple as an array; the contract wants a JSON array.
+        message = f"expected a top-level JSON array of source units, got {json_type(doc)}"
+        return [ShapeFault((-1, 0, 0), RULE_CODES["rule-payload-array"], message, "")]
     validator = _validator()
-    if validator.is_valid(doc):
-        return []
+    try:
+        if validator.is_valid(doc):
+            return []
+        errors = list(validator.iter_errors(doc))
+    except ValueError as exc:  # a Python value with no JSON form (API misuse, not input)
+        raise TypeError(f"not a JSON value (parse documents with evstore's reader): {exc}") from exc
     found: dict[tuple[tuple[int, int, int], str, str], ShapeFault] = {}
-    for fault in validator.iter_errors(doc):
+    for fault in errors:
         for shape in _convert(doc, fault):
             found.setdefault((shape.key, shape.code, shape.pointer), shape)
     return sorted(found.values(), key=lambda f: f.key)
