@@ -64,7 +64,9 @@ __all__ = [
     "parse_vkey",
     "read_private_key",
     "sign_checkpoint",
+    "sign_note",
     "verify_checkpoint",
+    "verify_note",
     "verify_tlog_proof",
 ]
 
@@ -347,11 +349,22 @@ def parse_checkpoint(text: str) -> Checkpoint:
     return Checkpoint(origin, int(size_text), root, tuple(extensions))
 
 
-def sign_checkpoint(checkpoint: Checkpoint, signer: Signer) -> str:
-    """The signed note: ``checkpoint.text()``, a blank line, one signature line by ``signer``."""
-    text = checkpoint.text()
+def sign_note(text: str, signer: Signer) -> str:
+    """The signed note of ``text``: the text, a blank line, one signature line by ``signer``.
+
+    Raises:
+        CheckpointError: ``checkpoint.malformed`` if ``text`` is not note text (it must end
+            with a newline and hold no control character but newline).
+    """
+    if not isinstance(text, str) or not text.endswith("\n") or not _line_ok(text.replace("\n", "")):
+        raise _fail("checkpoint.malformed", "note text ends with a newline, no control characters")
     signature = signer.sign(text.encode("utf-8"))
     return f"{text}\n{_DASH}{signer.name} {_b64(signature)}\n"
+
+
+def sign_checkpoint(checkpoint: Checkpoint, signer: Signer) -> str:
+    """The signed checkpoint note: ``sign_note(checkpoint.text(), signer)``."""
+    return sign_note(checkpoint.text(), signer)
 
 
 def _split_note(note: str | bytes) -> tuple[str, list[tuple[str, bytes]]]:
@@ -392,6 +405,27 @@ def _split_note(note: str | bytes) -> tuple[str, list[tuple[str, bytes]]]:
     return text, signatures
 
 
+def verify_note(note: str | bytes, verifier: Verifier) -> str:
+    """Verify a signed note's signature by ``verifier`` and return its text (signed-note).
+
+    Lines by other keys (another name or key ID) are ignored; at least one line must be by
+    ``verifier``, and every line by it must verify.
+
+    Raises:
+        CheckpointError: ``checkpoint.malformed``, ``checkpoint.unsigned`` (no line by this
+            key) or ``checkpoint.signature``.
+    """
+    text, signatures = _split_note(note)
+    message = text.encode("utf-8")
+    mine = [raw for name, raw in signatures if name == verifier.name and raw[:4] == verifier.key_id]
+    if not mine:
+        raise _fail("checkpoint.unsigned", f"the note carries no signature by {verifier.vkey()}")
+    for raw in mine:
+        if not verifier.verifies(message, raw[4:]):
+            raise _fail("checkpoint.signature", f"a signature by {verifier.name} does not verify")
+    return text
+
+
 def verify_checkpoint(
     note: str | bytes, verifier: Verifier, origin: str | None = None
 ) -> Checkpoint:
@@ -413,15 +447,7 @@ def verify_checkpoint(
         CheckpointError: ``checkpoint.malformed``, ``checkpoint.unsigned`` (no line by this
             key: a wrong key), ``checkpoint.signature`` or ``checkpoint.origin``.
     """
-    text, signatures = _split_note(note)
-    message = text.encode("utf-8")
-    mine = [raw for name, raw in signatures if name == verifier.name and raw[:4] == verifier.key_id]
-    if not mine:
-        raise _fail("checkpoint.unsigned", f"the note carries no signature by {verifier.vkey()}")
-    for raw in mine:
-        if not verifier.verifies(message, raw[4:]):
-            raise _fail("checkpoint.signature", f"a signature by {verifier.name} does not verify")
-    checkpoint = parse_checkpoint(text)
+    checkpoint = parse_checkpoint(verify_note(note, verifier))
     want = verifier.name if origin is None else origin
     if checkpoint.origin != want:
         raise _fail(
