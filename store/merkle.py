@@ -36,6 +36,7 @@ from typing import Protocol, runtime_checkable
 from .errors import InputError
 
 __all__ = [
+    "CompactTree",
     "EMPTY_ROOT",
     "HASH_SIZE",
     "LogRangeError",
@@ -456,3 +457,54 @@ class MemoryTree:
     def consistency_proof(self, old_size: int, new_size: int | None = None) -> list[bytes]:
         """Consistency proof ``old_size`` -> ``new_size`` (default: current)."""
         return consistency_proof(old_size, self._size_or_current(new_size), self)
+
+
+class CompactTree:
+    """An append-only tree that keeps only its right frontier: O(log n) memory.
+
+    It holds, per level, the last complete subtree, which is all that appending needs
+    (:func:`new_subtrees` reads only left siblings, always the last complete subtree of
+    their level) and all that the current root needs. It streams: an audit such as
+    ``evstore check`` feeds it every entry in order and compares the rows :meth:`append`
+    returns with the stored ones, at any log size, without holding the tree.
+    """
+
+    def __init__(self) -> None:
+        self._size = 0
+        self._last: list[tuple[int, bytes]] = []  # per level: (index, hash) of the last one
+
+    @property
+    def size(self) -> int:
+        """The number of leaves appended so far."""
+        return self._size
+
+    def append(self, entry: bytes) -> list[tuple[int, int, bytes]]:
+        """Append one entry; return the ``(level, index, hash)`` rows it completes."""
+        return self.append_leaf_hash(leaf_hash(entry))
+
+    def append_leaf_hash(self, leaf: bytes) -> list[tuple[int, int, bytes]]:
+        """Append a 32-byte leaf hash; return the rows it completes (see :func:`new_subtrees`)."""
+        rows = new_subtrees(self._size, leaf, self)
+        for level, index, digest in rows:
+            if level == len(self._last):
+                self._last.append((index, digest))
+            else:
+                self._last[level] = (index, digest)
+        self._size += 1
+        return rows
+
+    def subtree_hash(self, level: int, index: int) -> bytes:
+        """Hash of complete subtree ``(level, index)`` if it is the last one of its level.
+
+        Raises:
+            LogRangeError: any other subtree (this tree does not keep it).
+        """
+        if 0 <= level < len(self._last) and self._last[level][0] == index:
+            return self._last[level][1]
+        raise _range_error(
+            f"subtree ({level}, {index}) is not on the right frontier", level=level, index=index
+        )
+
+    def root(self) -> bytes:
+        """MTH of all the leaves appended so far (see :func:`root`)."""
+        return root(self._size, self)

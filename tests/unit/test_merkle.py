@@ -17,6 +17,7 @@ from evstore import merkle
 from evstore.errors import InputError
 from evstore.merkle import (
     EMPTY_ROOT,
+    CompactTree,
     LogRangeError,
     MemoryTree,
     SubtreeSource,
@@ -486,3 +487,18 @@ def test_all_is_sorted_and_complete():
     assert list(merkle.__all__) == sorted(merkle.__all__)
     for name in merkle.__all__:
         assert hasattr(merkle, name)
+
+
+def test_compact_tree_streams_the_same_rows_and_roots():
+    compact = CompactTree()
+    assert compact.root() == EMPTY_ROOT
+    rows = []
+    for i, entry in enumerate(REF.entries):
+        rows += compact.append(entry)
+        assert compact.size == i + 1
+        assert compact.root() == REF.mth(0, i + 1), i
+    assert rows == sorted(TREE.subtrees(), key=lambda r: (r[1] + 1) << r[0])
+    assert sorted(rows) == sorted(TREE.subtrees())
+    with pytest.raises(LogRangeError):
+        compact.subtree_hash(0, 0)
+    assert compact.subtree_hash(0, MAX - 1) == REF.mth(MAX - 1, MAX)
