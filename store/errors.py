@@ -870,6 +870,55 @@ _TABLE: tuple[Code, ...] = (
     ),
     _c("run.record-shape", "contract", "", "a run record is not the documented tree"),
     _c("run.missing-object", "contract", "", "a blob or artifact a run record names is not stored"),
+    # -- log (store/merkle.py, store/checkpoint.py) -------------------------------------
+    _c(
+        "log.range",
+        "input",
+        "RFC 9162 section 2.1",
+        "a proof was asked for an index or tree size outside the log",
+    ),
+    _c(
+        "checkpoint.malformed",
+        "input",
+        "c2sp.org/tlog-checkpoint",
+        "a checkpoint or signed note is not in the C2SP format",
+    ),
+    _c(
+        "checkpoint.unsigned",
+        "input",
+        "c2sp.org/signed-note",
+        "no signature line of the trusted key signs the note",
+    ),
+    _c(
+        "checkpoint.signature",
+        "input",
+        "c2sp.org/signed-note",
+        "a signature line of the trusted key does not verify",
+    ),
+    _c(
+        "checkpoint.origin",
+        "input",
+        "c2sp.org/tlog-checkpoint",
+        "the checkpoint names another log (origin line)",
+    ),
+    _c(
+        "checkpoint.key",
+        "input",
+        "c2sp.org/signed-note",
+        "a verifier or private key is malformed, or its file is readable by others",
+    ),
+    _c(
+        "tlog-proof.malformed",
+        "input",
+        "c2sp.org/tlog-proof",
+        "a proof file is not in the C2SP tlog-proof format",
+    ),
+    _c(
+        "tlog-proof.inclusion",
+        "input",
+        "RFC 9162 section 2.1.3.2",
+        "the inclusion proof does not lead to the checkpoint root",
+    ),
 )
 
 CODES: Mapping[str, Code] = MappingProxyType({c.code: c for c in _TABLE})
