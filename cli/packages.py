@@ -13,9 +13,7 @@ from typing import Any
 
 import click
 
-from evstore.canonical import loads
-from evstore.errors import InputError
-from evstore.packages import context_fixed_point, measure_context
+from evstore.package_context import context_size as measure  # TODO(public)
 
 from .common import Ctx, emit, fail, open_store, pass_ctx, read_input, write_output
 
@@ -73,17 +71,7 @@ def register(cli: click.Group) -> None:
         Exit codes: 0 bytes and tokens are right; 1 they are not, or FILE is not a JSON
         object with a context object (json.*, input.*).
         """
-        doc = loads(read_input(file))
-        context = doc.get("context") if isinstance(doc, dict) else None
-        if not isinstance(context, dict):
-            raise InputError("a package is a JSON object with a context object", path=file)
-        out: dict[str, Any] = {
-            "claimed_bytes": context.get("bytes"),
-            "claimed_tokens": context.get("tokens"),
-            "measured": measure_context(context),
-            "fixed_point": context_fixed_point(context),
-        }
-        out["ok"] = out["claimed_bytes"] == out["measured"] == out["claimed_tokens"]
+        out: dict[str, Any] = measure(read_input(file), file).to_dict()
         human = (
             f"measured {out['measured']} bytes; claimed bytes {out['claimed_bytes']}, "
             f"tokens {out['claimed_tokens']}; right value {out['fixed_point']}"

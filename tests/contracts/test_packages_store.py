@@ -19,6 +19,9 @@ from click.testing import CliRunner
 
 import evstore
 from evstore import Document
+from evstore import errors as E
+from evstore import package_context as C
+from evstore import package_rules as R
 from evstore import packages as P
 from evstore.canonical import dumps, loads
 from evstore.cli.main import cli
@@ -48,7 +51,7 @@ def envelope() -> dict[str, Any]:
 
 
 def finish(doc: dict[str, Any]) -> dict[str, Any]:
-    n = P.context_fixed_point(doc["context"])
+    n = C.context_fixed_point(doc["context"])
     doc["context"]["bytes"] = doc["context"]["tokens"] = n
     return doc
 
@@ -122,7 +125,7 @@ def test_package_id_reuse_is_rejected(store: evstore.Store, snapshot: Any) -> No
     other["diagnostics"] = []
     err = rejected(store, snapshot, other)
     assert (err.code, err.pointer) == ("package.id-reuse", "/id")
-    assert isinstance(err, P.PackageBindingError)
+    assert isinstance(err, E.PackageBindingError)
     assert err.details["stored"] == stored.digest.address
     # A UUID is case-insensitive: the upper-case id is the same id.
     upper = package()
@@ -231,7 +234,7 @@ def test_context_bytes_warning_is_recorded_and_shown(store: evstore.Store) -> No
 
 
 def test_strict_context_bytes_rejects(store: evstore.Store, snapshot: Any) -> None:
-    store.set_config(P.STRICT_CONTEXT_BYTES, "true")
+    store.set_config(R.STRICT_CONTEXT_BYTES, "true")
     doc = package()
     doc["context"]["tokens"] = doc["context"]["bytes"] = doc["context"]["bytes"] - 1
     err = rejected(store, snapshot, doc)
@@ -245,7 +248,7 @@ def test_strict_context_bytes_rejects(store: evstore.Store, snapshot: Any) -> No
 def test_envelope_needs_its_package(store: evstore.Store, snapshot: Any) -> None:
     err = rejected(store, snapshot, envelope())
     assert (err.code, err.pointer) == ("envelope.unknown-package", "/package_id")
-    assert isinstance(err, P.PackageBindingError)
+    assert isinstance(err, E.PackageBindingError)
     # Package and envelope in one call: the envelope sees the package written before it.
     report = ingest(store, package(), envelope())
     env_address = report.results[1].digest.blake3
