@@ -801,3 +801,93 @@ def test_envelope_claim_conditionals(mutate: Mutation, pointer: str) -> None:
     mutate(env)
     errors, _ = pair(R.validate_envelope(env, rich_package()))
     assert codes(errors) == [("envelope.schema", pointer)]
+
+
+# --------------------------------------------------------------------------- the contract shape
+
+
+def test_validate_dispatches_by_kind_and_detection() -> None:
+    assert (R.CONTRACT, R.CONTRACT_VERSION) == ("insonic-answer-evidence-1.3.0", "1.3.0")
+    assert R.KINDS == ("package", "request", "envelope")
+    pkg, env = rich_package(), rich_envelope()
+    assert pair(R.validate(pkg)) == ([], [])
+    assert pair(R.validate(pkg["request"])) == ([], [])
+    assert pair(R.validate(env)) == ([], [])  # alone: citations need the package
+    bad = copy.deepcopy(pkg)
+    bad["context"]["bytes"] = bad["context"]["tokens"] = bad["context"]["bytes"] + 1
+    assert codes(R.validate(bad).warnings) == [("package.context-bytes", "/context/bytes")]
+    assert codes(R.validate(bad, {R.STRICT_CONTEXT_BYTES: True}).errors) == [
+        ("package.context-bytes", "/context/bytes")
+    ]
+    # kind wins over detection; a document no kind claims is judged as a package.
+    assert {e.code for e in R.validate(pkg, kind="request").errors} == {"request.schema"}
+    assert {e.code for e in R.validate({"fragments": []}).errors} == {"package.schema"}
+    with pytest.raises(ValueError):
+        R.validate(pkg, kind="manifest")
+
+
+def test_validate_returns_faults_in_order() -> None:
+    doc = rich_package()
+    doc["schema_version"] = "9"  # shape
+    doc["items"].append(copy.deepcopy(doc["items"][0]))  # rule
+    doc["context"]["bytes"] = doc["context"]["tokens"] = doc["context"]["bytes"] + 1  # size
+    faults = R.validate(doc, {R.STRICT_CONTEXT_BYTES: True})
+    assert isinstance(faults, E.Faults)
+    assert [e.code for e in faults.errors] == [
+        "package.schema",
+        "package.item-id-duplicate",
+        "package.context-bytes",
+    ]
+    assert faults.first() is faults.errors[0]
+
+
+def test_normalize_uuid() -> None:
+    assert R.normalize_uuid(PKG_ID.upper()) == PKG_ID
+    assert R.normalize_uuid(PKG_ID) == PKG_ID
+
+
+def test_context_size_verdict() -> None:
+    doc = rich_package()
+    right = doc["context"]["bytes"]
+    verdict = C.context_size(json.dumps(doc, ensure_ascii=False).encode())
+    assert verdict.ok and (verdict.measured, verdict.fixed_point) == (right, right)
+    doc["context"]["tokens"] = 7
+    verdict = C.context_size(json.dumps(doc).encode(), "p.json")
+    assert list(verdict.to_dict().items()) == [
+        ("claimed_bytes", right),
+        ("claimed_tokens", 7),
+        ("measured", C.measure_context(doc["context"])),
+        ("fixed_point", right),
+        ("ok", False),
+    ]
+    with pytest.raises(E.InputError) as info:
+        C.context_size(b'{"context": []}', "p.json")
+    assert (info.value.code, info.value.path) == ("input.invalid", "p.json")
+    with pytest.raises(E.JSONFormError):
+        C.context_size(b'{"context": {}, "context": {}}')
+
+
+def _imported(path: Path) -> set[str]:
+    """First segment of every module ``path`` imports, function-level included."""
+    import ast
+
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            names = [node.module] if node.module else [a.name for a in node.names]
+            out |= {n.split(".")[0] for n in names}
+            if node.module and node.module.startswith("evstore."):
+                out.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+            out |= {a.name.split(".")[1] for a in node.names if a.name.startswith("evstore.")}
+    return out
+
+
+def test_rules_modules_are_pure() -> None:
+    """No database, no transaction, no facade: every import, function-level included."""
+    root = Path(__file__).resolve().parents[2] / "store"
+    banned = {"api", "txn", "db", "tables", "blobs", "sqlalchemy", "packages"}
+    for name in ("package_rules", "package_context", "package_schema"):
+        assert not _imported(root / f"{name}.py") & banned, name
+    assert "api" not in _imported(root / "packages.py")

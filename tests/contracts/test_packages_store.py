@@ -427,6 +427,41 @@ def test_check_finds_tampered_bindings_and_edges(store: evstore.Store) -> None:
     }
 
 
+def test_ops_ingest_validate_and_helpers(store: evstore.Store, snapshot: Any) -> None:
+    ops = store.packages
+    before = snapshot(store)
+    report = ops.validate(raw(envelope()), name="env.json")
+    assert [(f.code, f.pointer, f.path) for f in report.faults] == [
+        ("envelope.unknown-package", "/package_id", "env.json")
+    ]
+    assert snapshot(store) == before
+    result = ops.ingest(raw(package()))
+    assert (result.kind, result.new) == ("package", True)
+    assert ops.ingest(raw(envelope()), kind="envelope").kind == "envelope"
+    with pytest.raises(E.PackageError) as info:
+        ops.ingest(raw(envelope()), kind="request")
+    assert info.value.code == "request.schema"
+    verdict = ops.context_size(raw(package()))
+    assert verdict.ok and verdict.measured == package()["context"]["bytes"]
+    assert ops.normalize_uuid(package()["id"].upper()) == package()["id"].lower()
+
+
+def test_strict_setting_is_typed(store: evstore.Store) -> None:
+    doc = package()
+    doc["context"]["tokens"] = doc["context"]["bytes"] = doc["context"]["bytes"] - 1
+    with store.reading() as txn:
+        assert R.validate(doc, txn.settings).warnings  # default: a warning
+    store.set_config(R.STRICT_CONTEXT_BYTES, True)
+    with store.reading() as txn:
+        assert codes_of(R.validate(doc, txn.settings).errors) == [
+            ("package.context-bytes", "/context/bytes")
+        ]
+
+
+def codes_of(faults: list[EvstoreError]) -> list[tuple[str, str]]:
+    return [(f.code, f.pointer) for f in faults]
+
+
 # --------------------------------------------------------------------------- CLI
 
 
@@ -463,3 +498,14 @@ def test_cli(store_url: str, tmp_path: Path) -> None:
     res = run("--json", "package", "context-size", str(tmp_path / "wrong.json"))
     assert res.exit_code == 1
     assert json.loads(res.stdout)["fixed_point"] == package()["context"]["bytes"]
+    right = package()["context"]["bytes"]
+    res = run("package", "context-size", str(tmp_path / "wrong.json"))
+    assert res.exit_code == 1
+    assert res.stdout == (
+        f"measured {C.measure_context(wrong['context'])} bytes; claimed bytes 7, "
+        f"tokens {right}; right value {right}\n"
+    )
+    res = CliRunner().invoke(cli, ["--json", "package", "context-size", "-"], input=b"[1]")
+    assert res.exit_code == 1
+    err = json.loads(res.stdout)["error"]
+    assert (err["code"], err["path"]) == ("input.invalid", "-")
