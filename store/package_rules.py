@@ -44,7 +44,7 @@ from .settings import setting
 __all__ = [
     "CONTRACT",
     "CONTRACT_VERSION",
-    "KINDS",
+    "DOCUMENT_KINDS",
     "PACKAGE_KIND",
     "STRICT_CONTEXT_BYTES",
     "decimal_value",
@@ -66,7 +66,7 @@ CONTRACT = "insonic-answer-evidence-1.3.0"
 #: envelope); also the stored artifacts' contract version.
 CONTRACT_VERSION = "1.3.0"
 #: The kinds this contract claims, in detection order.
-KINDS = ("package", "request", "envelope")
+DOCUMENT_KINDS = ("package", "request", "envelope")
 #: The package discriminator, ``kind``'s const value.
 PACKAGE_KIND = "answer-evidence-context"
 #: Store setting (bool): when true, a wrong ``context.bytes``/``context.tokens`` rejects the

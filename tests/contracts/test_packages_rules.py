@@ -600,7 +600,7 @@ def test_error_classes_and_code_table() -> None:
         assert (err.code, err.pointer, err.family) == (code, "/id", "binding")
         assert err.rule.startswith(R.CONTRACT + "#/")
     assert not isinstance(E.error("package.schema", "nope"), BindingConflict)
-    ours = [c for c in E.CODES.values() if c.code.split(".")[0] in R.KINDS]
+    ours = [c for c in E.CODES.values() if c.code.split(".")[0] in R.DOCUMENT_KINDS]
     assert len(ours) == 30
     for c in ours:
         assert c.rule.startswith(R.CONTRACT + "#"), c
@@ -808,7 +808,7 @@ def test_envelope_claim_conditionals(mutate: Mutation, pointer: str) -> None:
 
 def test_validate_dispatches_by_kind_and_detection() -> None:
     assert (R.CONTRACT, R.CONTRACT_VERSION) == ("insonic-answer-evidence-1.3.0", "1.3.0")
-    assert R.KINDS == ("package", "request", "envelope")
+    assert R.DOCUMENT_KINDS == ("package", "request", "envelope")
     pkg, env = rich_package(), rich_envelope()
     assert pair(R.validate(pkg)) == ([], [])
     assert pair(R.validate(pkg["request"])) == ([], [])
