@@ -603,3 +603,26 @@ def test_cli(store_url: str, tmp_path: Path) -> None:
     r = run("--json", "manifest", "content", "corpus-evidence-manifest:sha256:" + "A" * 43)
     assert r.exit_code == 1
     assert json.loads(r.stdout)["error"]["code"] == "not-found.artifact"
+
+
+def test_cli_address_needs_no_store_and_refuses_non_objects(tmp_path: Path) -> None:
+    # `manifest address` never opens a store: a URL to nowhere does not matter.
+    url = "sqlite:///" + str(tmp_path / "absent.db")
+    doc = build()
+    mf = tmp_path / "m.json"
+    mf.write_bytes(_bytes(doc))
+    r = CliRunner().invoke(cli, ["--store", url, "manifest", "address", str(mf)])
+    assert (r.exit_code, r.stdout) == (0, doc["manifest/ref"] + "\n")
+    doc["manifest/ref"] = "corpus-evidence-manifest:sha256:" + "A" * 43
+    mf.write_bytes(_bytes(doc))
+    r = CliRunner().invoke(cli, ["--store", url, "manifest", "address", str(mf)])
+    assert r.exit_code == 1
+    assert r.stdout == (
+        f"{m.compute_manifest_ref(doc)}\nmanifest/ref differs: {doc['manifest/ref']}\n"
+    )
+    mf.write_bytes(b"[]")
+    r = CliRunner().invoke(cli, ["--json", "--store", url, "manifest", "address", str(mf)])
+    assert r.exit_code == 1
+    err = json.loads(r.stdout)["error"]
+    assert (err["code"], err["family"], err["path"]) == ("input.invalid", "input", str(mf))
+    assert not (tmp_path / "absent.db").exists()
