@@ -539,7 +539,7 @@ _TABLE: tuple[Code, ...] = (
     ),
     _c(
         "manifest.content-edge",
-        "contract",
+        "corruption",
         "orbidocs-corpus-passage-evidence-manifest-v1#content-ref",
         "(check) a stored manifest has no content edge to its rendered content",
     ),
