@@ -21,6 +21,8 @@ A kind handler is an object with:
 Handlers live in their contract modules and are loaded lazily by name, so this module knows
 no contract. Detection tries kinds in :data:`DETECTION_ORDER`; ``json`` (any well-formed JSON)
 is the fallback, and a document that looks like a contract kind is never stored as ``json``.
+A handler that cannot be imported fails closed (``store.kind-unavailable``) wherever it could
+be met: ingest, validate, detection, check, find and ls of that kind.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import importlib
 from typing import Any, Protocol
 
 from .artifacts import ArtifactResult
-from .errors import EvstoreError, InputError
+from .errors import EvstoreError, InputError, error
 from .refs import parse_ref
 from .txn import Txn
 
@@ -38,6 +40,8 @@ __all__ = [
     "JsonKind",
     "KINDS",
     "KindHandler",
+    "check_kind",
+    "clear_cache",
     "detect_kind",
     "get_handler",
     "known_kinds",
@@ -166,49 +170,65 @@ _cache: dict[str, Any] = {}
 
 
 def get_handler(name: str) -> Any:
-    """The handler for kind ``name``.
+    """The handler for kind ``name`` (imported on first use, then cached).
+
+    Fails closed: a registered kind whose handler cannot be imported (a dependency such as
+    ``jsonschema_rs`` missing) is refused, never replaced by ``json``.
 
     Raises:
-        InputError: ``kind.unknown`` for a name not in the registry (or not available).
+        InputError: ``kind.unknown`` for a name not in the registry.
+        StoreStateError: ``store.kind-unavailable`` for a registered kind whose handler
+            cannot be imported in this installation.
     """
     if name in _cache:
         return _cache[name]
     target = KINDS.get(name)
     if target is None:
-        raise InputError(
-            f"unknown kind {name!r}; known kinds: {', '.join(known_kinds())}", code="kind.unknown"
-        )
+        raise error("kind.unknown", f"unknown kind {name!r}; known kinds: {', '.join(KINDS)}")
     module, _, attr = target.partition(":")
     try:
         cls = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError):
-        raise InputError(
-            f"kind {name!r} is not available in this build", code="kind.unknown"
-        ) from None
+    except (ImportError, AttributeError) as exc:
+        raise error(
+            "store.kind-unavailable",
+            f"kind {name!r} is not available in this installation ({exc}); "
+            "reinstall evstore with its dependencies",
+            kind=name,
+        ) from exc
     handler = cls()
     _cache[name] = handler
     return handler
 
 
+def check_kind(name: str) -> None:
+    """Refuse a kind name before any store is opened (``--kind`` of find, ls, ingest).
+
+    Raises:
+        InputError: ``kind.unknown``. StoreStateError: ``store.kind-unavailable``.
+    """
+    get_handler(name)
+
+
 def known_kinds() -> list[str]:
-    """Names of the kinds whose handlers are available."""
-    out = []
-    for name in KINDS:
-        try:
-            get_handler(name)
-        except InputError:
-            continue
-        out.append(name)
-    return out
+    """Every registered kind name, in registry order (available or not: see :func:`get_handler`)."""
+    return list(KINDS)
 
 
 def detect_kind(doc: Any) -> str:
-    """The kind of an untyped document by the documented discriminators (docs/kinds.md)."""
+    """The kind of an untyped document by the documented discriminators (docs/kinds.md).
+
+    Every kind of :data:`DETECTION_ORDER` is asked in turn, so a kind whose handler cannot
+    be loaded stops detection (it might have claimed the document).
+
+    Raises:
+        StoreStateError: ``store.kind-unavailable``.
+    """
     for name in DETECTION_ORDER:
-        try:
-            handler = get_handler(name)
-        except InputError:
-            continue
-        if handler.detect(doc):
+        if get_handler(name).detect(doc):
             return name
     return "json"
+
+
+def clear_cache() -> None:
+    """Forget every loaded handler (tests that hide a dependency use it)."""
+    _cache.clear()
