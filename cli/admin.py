@@ -40,7 +40,9 @@ def migrate(ctx: Ctx) -> None:
     emit(
         ctx,
         r,
-        f"{url}: schema {before} -> {after}" if before != after else f"{url}: schema {after} is current",
+        f"{url}: schema {before} -> {after}"
+        if before != after
+        else f"{url}: schema {after} is current",
     )
 
 
@@ -62,7 +64,12 @@ def config(ctx: Ctx, name: str | None, value: str | None) -> None:
             emit(ctx, {name: stored}, f"{name} = {json.dumps(stored)}")
             return
         values = store.config(name)
-    emit(ctx, values, lambda v: [click.echo(f"{k} = {json.dumps(v[k])}") for k in sorted(v)])
+    emit(ctx, values, _print_settings)
+
+
+def _print_settings(values: dict[str, Any]) -> None:
+    for k in sorted(values):
+        click.echo(f"{k} = {json.dumps(values[k])}")
 
 
 def _print_fault(f: evstore.EvstoreError) -> None:
@@ -75,7 +82,9 @@ def _print_warnings(warns: list[dict[str, Any]], faults: int) -> None:
         message = w["message"].replace("\n", "\\n").replace("\r", "\\r")
         click.echo(f"{w['address']} warning {w['code']} at {w['pointer'] or '/'}: {message}")
     if not faults:
-        click.echo(f"ok: no faults ({len(warns)} recorded warning(s))" if warns else "ok: no faults")
+        click.echo(
+            f"ok: no faults ({len(warns)} recorded warning(s))" if warns else "ok: no faults"
+        )
 
 
 @click.command()
@@ -86,7 +95,7 @@ def check(ctx: Ctx) -> None:
     warnings recorded at ingest (warnings do not fail the check).
 
     Exit codes: 0 no fault; 1 any fault or store error.
-    """
+    """  # noqa: D205 - the help text, unchanged
     tty = sys.stderr.isatty() and not ctx.json
 
     def progress(done: int, total: int) -> None:

@@ -78,7 +78,8 @@ def ingest_options(fn: Any) -> Any:
             "contents",
             multiple=True,
             type=click.Path(dir_okay=False),
-            help="Bytes a document refers to by SHA-256 (e.g. a manifest's rendered content). Repeatable.",
+            help="Bytes a document refers to by SHA-256 (e.g. a manifest's rendered content). "
+            "Repeatable.",
         ),
         click.option(
             "--source",
@@ -136,6 +137,7 @@ def emit(ctx: Ctx, obj: Any, human: Callable[[Any], None] | str | None = None) -
     """Print a result: exactly one JSON object with --json, else the human rendering.
 
     Args:
+        ctx: the invocation (``ctx.json`` picks the form).
         obj: a dict or an object with ``to_dict()``.
         human: a callable that prints the human form, or a str to print, or None (JSON
             pretty-printed).

@@ -108,15 +108,18 @@ class EvstoreGroup(click.Group):
 
     @commands.setter
     def commands(self, value: dict[str, click.Command]) -> None:
+        """Replace the registered commands (click sets them at construction)."""
         self._own = dict(value)
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        """Register ``cmd`` without loading the contract modules."""
         name = name or cmd.name
         if name is None:
             raise TypeError("Command has no name.")
         self._own[name] = cmd
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command ``cmd_name``, loading only the contract module that defines it."""
         if cmd_name not in self._own:
             area = AREA_COMMANDS.get(cmd_name)
             for a in [area] if area is not None else AREAS:
@@ -124,6 +127,7 @@ class EvstoreGroup(click.Group):
         return self._own.get(cmd_name)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command name, sorted (loads every contract module)."""
         return sorted(self.commands)
 
     def _load(self, area: str) -> None:
@@ -156,6 +160,7 @@ class EvstoreGroup(click.Group):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
+        """Run the CLI; usage errors exit 2 (one JSON object with --json)."""
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         argv = list(sys.argv[1:] if args is None else args)
@@ -173,8 +178,21 @@ class EvstoreGroup(click.Group):
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; an EvstoreError becomes its output and exit code 1.
+
+        An ImportError met while a command runs (a dependency missing from this
+        installation) fails closed as ``store.kind-unavailable``.
+        """
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except ImportError as exc:
+                raise evstore.error(
+                    "store.kind-unavailable",
+                    f"this command needs a module missing from this installation ({exc}); "
+                    "reinstall evstore with its dependencies",
+                    module=exc.name,
+                ) from exc
         except evstore.EvstoreError as err:
             obj = ctx.find_object(Ctx)
             as_json = obj.json if obj is not None else "--json" in sys.argv
@@ -191,6 +209,7 @@ class EvstoreGroup(click.Group):
             ctx.exit(1)
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The exit codes, after the command list."""
         formatter.write_paragraph()
         formatter.write_text(
             "Exit codes: 0 ok; 1 evstore error (the printed code says which) or failed "

@@ -201,14 +201,12 @@ def ls(ctx: Ctx, kind: str | None, workspace: str | None) -> None:
         rows = store.ls(
             kind, attr=("workspace_id", workspace.lower()) if workspace is not None else None
         )
-    emit(
-        ctx,
-        {"artifacts": [r.to_dict() for r in rows]},
-        lambda x: [
-            click.echo(f"{r['address']}  {r['kind']}  {r['size']}  {r['accepted_at']}")
-            for r in x["artifacts"]
-        ],
-    )
+    emit(ctx, {"artifacts": [r.to_dict() for r in rows]}, _ls_human)
+
+
+def _ls_human(x: dict[str, Any]) -> None:
+    for r in x["artifacts"]:
+        click.echo(f"{r['address']}  {r['kind']}  {r['size']}  {r['accepted_at']}")
 
 
 #: The commands of this area, as registered on the ``evstore`` group.

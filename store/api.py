@@ -28,7 +28,7 @@ from typing import Any, BinaryIO
 import sqlalchemy as sa
 
 from . import blobs as _blobs
-from .artifacts import ArtifactInfo, ArtifactResult, artifact_kinds, iso_utc, warnings_of
+from .artifacts import ArtifactInfo, artifact_kinds, iso_utc, warnings_of
 from .canonical import loads
 from .check import Progress, check_store
 from .db import Database, translate
@@ -39,7 +39,6 @@ from .ingest import Document, IngestReport, ingest_documents, validate_documents
 from .kinds import check_kind
 from .refs import parse_ref
 from .settings import (
-    SETTINGS,
     check_setting_value,
     load_settings,
     parse_setting_value,
@@ -265,6 +264,7 @@ class Store:
         self._live()
         with self.db.read() as conn:
             yield Txn(conn, load_settings(conn), "audit")
+
     # -- blobs ----------------------------------------------------------------------------
     def put(self, data: bytes | BinaryIO) -> _blobs.PutResult:
         """Store bytes (``bytes``) or a binary stream (read in 1 MiB chunks, any size).

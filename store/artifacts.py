@@ -82,7 +82,10 @@ class ArtifactResult:
 
 @dataclass(frozen=True, slots=True)
 class ArtifactInfo:
-    """An artifact index row: address (``blake3:...``), kind, contract version, accepted_at (ISO 8601)."""
+    """An artifact index row.
+
+    Address (``blake3:...``), kind, contract version, accepted_at (ISO 8601), size in bytes.
+    """
 
     address: str
     kind: str
@@ -114,6 +117,7 @@ def put_artifact(
     """Store canonical bytes as a blob and index them as an artifact of ``kind``.
 
     Args:
+        conn: the open write transaction.
         kind: registry kind name (docs/kinds.md).
         contract_version: e.g. ``"v1alpha1"``.
         canonical: RFC 8785 bytes (the caller canonicalised them).
@@ -140,6 +144,9 @@ def put_artifacts(
     """Store many artifacts of one kind with one batch per table (see :func:`put_artifact`).
 
     Args:
+        conn: the open write transaction.
+        kind: the registry kind of every item.
+        contract_version: the contract version recorded with every item.
         items: ``(canonical, edge_rows, attr_rows, warning_rows)`` per artifact.
 
     Returns:

@@ -67,9 +67,9 @@ def check_store(db: Database, progress: Progress | None = None) -> Iterator[Evst
             )
         ).all()
         for r in rows:
-            err = _check_blob(conn, r)
-            if err is not None:
-                yield err
+            fault = _check_blob(conn, r)
+            if fault is not None:
+                yield fault
             done += 1
             if progress:
                 progress(done, total)

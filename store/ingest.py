@@ -110,8 +110,10 @@ def parse_documents(docs: Sequence[Document]) -> list[Parsed]:
 
 
 def check_errors(handler: Any, value: Any, canonical: bytes, txn: Txn) -> list[EvstoreError]:
-    """A handler's check errors (``Faults.errors``), given the canonical bytes when it can
-    use them."""
+    """A handler's check errors (``Faults.errors``).
+
+    The canonical bytes are passed when the handler accepts them (``accepts_canonical``).
+    """
     if getattr(handler, "accepts_canonical", False):
         return Faults.of(handler.check(value, txn, canonical=canonical)).errors
     return Faults.of(handler.check(value, txn)).errors
@@ -129,8 +131,11 @@ def _unused_error(unused: list[str]) -> EvstoreError:
 
 
 def _write_batch(handler: Any, run: list[Parsed], txn: Txn) -> list[ArtifactResult]:
-    """A run of documents of one batchable kind: each checked, then staged (its bindings, in
-    order: first fault wins), then all written with one statement per table."""
+    """Write a run of documents of one batchable kind.
+
+    Each is checked, then staged (its bindings, in order: first fault wins), then all are
+    written with one statement per table.
+    """
     batch: dict[str, Any] = {}
     specs = []
     for p in run:

@@ -90,9 +90,10 @@ class JsonKind:
         return self.flush([self.stage(doc, canonical, txn, {})], txn)[0]
 
     def stage(self, doc: Any, canonical: bytes, txn: Txn, batch: dict[str, Any]) -> Any:
-        """The artifact row spec of one document of a batch (``batch``: state shared by the
-        documents of one run, here the digests of earlier documents, so a ref to a document
-        earlier in the same command gets its edge too).
+        """The artifact row spec of one document of a batch.
+
+        ``batch`` is state shared by the documents of one run, here the digests of earlier
+        documents, so a ref to a document earlier in the same command gets its edge too.
         """
         from . import blobs
         from .digests import digest_bytes
