@@ -28,7 +28,15 @@ from typing import Any, BinaryIO
 import sqlalchemy as sa
 
 from . import blobs as _blobs
-from .artifacts import ArtifactInfo, artifact_kinds, iso_utc, warnings_of
+from .artifacts import (
+    ArtifactInfo,
+    all_warnings,
+    artifact_kinds,
+    find_artifacts,
+    iso_utc,
+    list_artifacts,
+    warnings_of,
+)
 from .canonical import loads
 from .check import Progress, check_store
 from .db import Database, translate
@@ -44,7 +52,6 @@ from .settings import (
     parse_setting_value,
     write_setting,
 )
-from .tables import artifacts, attrs, blobs
 from .txn import Txn
 
 __all__ = ["Document", "IngestReport", "Store", "init", "migrate", "open", "schema_revisions"]
@@ -458,28 +465,8 @@ class Store:
         self._live()
         if kind is not None:
             check_kind(kind)
-        q = (
-            sa.select(
-                artifacts.c.address,
-                artifacts.c.kind,
-                artifacts.c.contract_version,
-                artifacts.c.accepted_at,
-                blobs.c.size,
-            )
-            .join(
-                attrs,
-                sa.and_(attrs.c.address == artifacts.c.address, attrs.c.kind == artifacts.c.kind),
-            )
-            .join(blobs, blobs.c.address == artifacts.c.address)
-            .where(attrs.c.name == name, attrs.c.value == value)
-        )
-        if kind is not None:
-            q = q.where(artifacts.c.kind == kind)
         with self.db.read() as conn:
-            return [
-                _info(r)
-                for r in conn.execute(q.order_by(artifacts.c.accepted_at, artifacts.c.address))
-            ]
+            return find_artifacts(conn, name, value, kind)
 
     def ls(
         self, kind: str | None = None, *, attr: tuple[str, str] | None = None
@@ -492,25 +479,8 @@ class Store:
         self._live()
         if kind is not None:
             check_kind(kind)
-        q = sa.select(
-            artifacts.c.address,
-            artifacts.c.kind,
-            artifacts.c.contract_version,
-            artifacts.c.accepted_at,
-            blobs.c.size,
-        ).join(blobs, blobs.c.address == artifacts.c.address)
-        if kind is not None:
-            q = q.where(artifacts.c.kind == kind)
-        if attr is not None:
-            q = q.join(
-                attrs,
-                sa.and_(attrs.c.address == artifacts.c.address, attrs.c.kind == artifacts.c.kind),
-            ).where(attrs.c.name == attr[0], attrs.c.value == attr[1])
         with self.db.read() as conn:
-            return [
-                _info(r)
-                for r in conn.execute(q.order_by(artifacts.c.accepted_at, artifacts.c.address))
-            ]
+            return list_artifacts(conn, kind, attr)
 
     def warnings(self, ref: str) -> list[dict[str, str]]:
         """Warnings recorded with the artifact at ``ref``."""
@@ -548,22 +518,9 @@ class Store:
         Returns:
             Dicts with ``address`` (``blake3:...``), ``code``, ``message`` and ``pointer``.
         """
-        from .tables import warnings as warnings_table
-
         self._live()
         with self.db.read() as conn:
-            rows = conn.execute(
-                sa.select(warnings_table).order_by(warnings_table.c.address, warnings_table.c.code)
-            ).all()
-        return [
-            {
-                "address": "blake3:" + r.address,
-                "code": r.code,
-                "message": r.message,
-                "pointer": r.pointer,
-            }
-            for r in rows
-        ]
+            return all_warnings(conn)
 
     # -- settings -------------------------------------------------------------------------
     def config(self, name: str | None = None) -> dict[str, Any]:
@@ -640,9 +597,3 @@ class Store:
         from .runs import RunOps
 
         return RunOps(self)
-
-
-def _info(r: Any) -> ArtifactInfo:
-    return ArtifactInfo(
-        "blake3:" + r.address, r.kind, r.contract_version, iso_utc(r.accepted_at), int(r.size)
-    )
