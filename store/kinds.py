@@ -5,7 +5,7 @@ A kind handler is an object with:
     name: str                  registry name (docs/kinds.md)
     contract_version: str
     detect(doc) -> bool        the documented discriminator, for ingest without --kind
-    check(doc, txn) -> list[EvstoreError]
+    check(doc, txn) -> Faults  (a list of EvstoreError is accepted too)
                                every fault of the document, in the order: schema, contract
                                rules, self-address (reads allowed, no writes)
     write(doc, canonical, txn) -> ArtifactResult
@@ -15,7 +15,7 @@ A kind handler is an object with:
                                a batchable kind: stage does one document's write-time
                                bindings and returns its row spec; flush writes the specs of a
                                run of consecutive documents with one statement per table
-    audit(doc, address, txn) -> list[EvstoreError]   (optional)
+    audit(doc, address, txn) -> Faults   (optional)
                                re-verification for ``evstore check``; defaults to check()
 
 Handlers live in their contract modules and are loaded lazily by name, so this module knows
@@ -31,7 +31,7 @@ import importlib
 from typing import Any, Protocol
 
 from .artifacts import ArtifactResult
-from .errors import EvstoreError, InputError, error
+from .errors import EvstoreError, Faults, InputError, error
 from .refs import parse_ref
 from .txn import Txn
 
@@ -58,7 +58,7 @@ class KindHandler(Protocol):
         """True when ``doc`` is (or claims to be) of this kind."""
         ...
 
-    def check(self, doc: Any, txn: Txn) -> list[EvstoreError]:
+    def check(self, doc: Any, txn: Txn) -> Faults | list[EvstoreError]:
         """Every fault of ``doc``, ordered schema, contract rules, self-address."""
         ...
 
@@ -81,9 +81,9 @@ class JsonKind:
         """Always True: the fallback kind."""
         return True
 
-    def check(self, doc: Any, txn: Txn) -> list[EvstoreError]:
+    def check(self, doc: Any, txn: Txn) -> Faults:
         """No rules beyond the strict reader."""
-        return []
+        return Faults()
 
     def write(self, doc: Any, canonical: bytes, txn: Txn) -> ArtifactResult:
         """Store ``doc`` with ``mentions`` edges to stored blobs it names."""

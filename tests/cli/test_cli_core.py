@@ -281,3 +281,31 @@ def test_everyday_commands_import_neither_alembic_nor_the_contracts(tmp_path):
         timeout=60,
     )
     assert r.stdout.strip() == "0", r.stdout + r.stderr
+
+
+def test_core_cli_modules_use_only_the_public_surface():
+    import ast
+
+    import evstore
+
+    public = set(evstore.__all__)
+    cli_dir = Path(__file__).resolve().parents[2] / "cli"
+    for name in ("main", "common", "objects", "ingest", "admin"):
+        tree = ast.parse((cli_dir / f"{name}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    assert a.name == "evstore" or not a.name.startswith("evstore"), (name, a.name)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                if node.module == "evstore":
+                    assert {a.name for a in node.names} <= public, name
+                else:
+                    assert not node.module.startswith("evstore") or node.module.startswith(
+                        "evstore.cli"
+                    ), (name, node.module)
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "evstore"
+            ):
+                assert node.attr in public, (name, node.attr)
