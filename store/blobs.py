@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from .db import raw_driver
 from .digests import Digest, Hasher, digest_bytes
 from .errors import CorruptionError, NotFound
 from .refs import ContentRef
@@ -343,11 +344,14 @@ def _copy_blobs(conn: Connection, rows: list[dict[str, Any]]) -> None:
     COPY cannot skip duplicates, and a concurrent writer may have stored some of the same
     blobs since we looked: on a unique-key violation the savepoint is rolled back and the rows
     go through a staging table and ``INSERT ... ON CONFLICT DO NOTHING`` instead.
+
+    The raw cursor runs inside :func:`evstore.db.raw_driver`: any other driver error
+    (deadlock, lock or statement timeout, lost connection) leaves as SQLAlchemy's wrapper of
+    it, which the transaction's error boundary classifies, retries or translates like any
+    statement's (:meth:`evstore.db.Database.run_transaction`).
     """
     import psycopg
 
-    raw = conn.connection.dbapi_connection
-    assert raw is not None
     columns = "address, sha256, size, data, chunk_set"
     types = ["varchar", "varchar", "int8", "bytea", "int8"]
 
@@ -357,24 +361,25 @@ def _copy_blobs(conn: Connection, rows: list[dict[str, Any]]) -> None:
             for r in rows:
                 copy.write_row((r["address"], r["sha256"], r["size"], r["data"], r["chunk_set"]))
 
-    try:
-        with conn.begin_nested(), raw.cursor() as cur:
-            copy_into(cur, "blobs")
-        return
-    except psycopg.errors.UniqueViolation:
-        pass
-    with raw.cursor() as cur:
-        cur.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS evstore_blob_stage "
-            "(address varchar(64), sha256 varchar(64), size bigint, data bytea, chunk_set bigint)"
-            " ON COMMIT DELETE ROWS"
-        )
-        copy_into(cur, "evstore_blob_stage")
-        cur.execute(
-            f"INSERT INTO blobs ({columns}) SELECT {columns} FROM evstore_blob_stage "
-            "ON CONFLICT DO NOTHING"
-        )
-        cur.execute("DELETE FROM evstore_blob_stage")
+    with raw_driver(conn) as raw:
+        try:
+            with conn.begin_nested(), raw.cursor() as cur:
+                copy_into(cur, "blobs")
+            return
+        except psycopg.errors.UniqueViolation:
+            pass
+        with raw.cursor() as cur:
+            cur.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS evstore_blob_stage (address varchar(64),"
+                " sha256 varchar(64), size bigint, data bytea, chunk_set bigint)"
+                " ON COMMIT DELETE ROWS"
+            )
+            copy_into(cur, "evstore_blob_stage")
+            cur.execute(
+                f"INSERT INTO blobs ({columns}) SELECT {columns} FROM evstore_blob_stage "
+                "ON CONFLICT DO NOTHING"
+            )
+            cur.execute("DELETE FROM evstore_blob_stage")
 
 
 def put_bytes(conn: Connection, data: bytes) -> PutResult:
