@@ -339,6 +339,8 @@ class Database:
             return SchemaState("", head_revision())
         try:
             with self.engine.connect() as conn:
+                # A snapshot read on SQLite (deferred BEGIN): it never waits for a writer.
+                conn = conn.execution_options(evstore_read=True)
                 if not sa.inspect(conn).has_table("alembic_version"):
                     return SchemaState("", head_revision())
                 rows = conn.execute(sa.text("SELECT version_num FROM alembic_version")).all()
