@@ -23,7 +23,7 @@ from sqlalchemy import event
 import evstore
 from evstore import db as dbmod
 from evstore.cli.main import cli
-from evstore.db import FAULTS, Database, classify, translate
+from evstore.db import FAULTS, Database, classify, normalize_url, raw_driver, translate
 from evstore.errors import CODES, EvstoreError, NotFound, StoreStateError
 
 PG_ONLY = pytest.mark.parametrize("backend", ["postgresql"])
@@ -494,3 +494,36 @@ def test_pg_backend_terminated_during_a_call_is_unreachable(store_url):
         assert err.__cause__ is not None
         # the pool drops the dead connection: the next call works
         assert s.put(b"after the termination").new is True
+
+
+def test_raw_driver_wraps_driver_errors(sqlite_db):
+    def work(conn):
+        with raw_driver(conn) as raw:
+            raw.execute("SELECT 1")
+            raise _sqlite_exc(sqlite3.SQLITE_BUSY)
+
+    with sqlite_db.engine.begin() as conn, pytest.raises(sa.exc.OperationalError) as info:
+        work(conn)
+    assert isinstance(info.value.orig, sqlite3.OperationalError)
+    assert info.value.__cause__ is info.value.orig
+    assert classify(info.value).code == "store.busy"
+    # SQLAlchemy's own errors and evstore's pass through unchanged
+    for exc in (sa.exc.ResourceClosedError("closed"), NotFound("x", code="not-found.blob")):
+        with sqlite_db.engine.begin() as conn, pytest.raises(type(exc)) as info:
+            with raw_driver(conn):
+                raise exc
+        assert info.value is exc
+
+
+def test_a_plain_path_is_a_sqlite_store(tmp_path):
+    assert normalize_url(str(tmp_path / "s.db")) == f"sqlite:///{tmp_path / 's.db'}"
+    assert normalize_url("postgres://u@h/d") == "postgresql+psycopg://u@h/d"
+
+
+@PG_ONLY
+def test_pg_init_on_a_read_only_database_is_store_read_only(empty_url, monkeypatch):
+    monkeypatch.setenv("PGOPTIONS", "-c default_transaction_read_only=on")
+    with pytest.raises(StoreStateError) as info:
+        evstore.open(empty_url, create=True)
+    assert info.value.code == "store.read-only"
+    assert isinstance(info.value.__cause__, sa.exc.DBAPIError)
