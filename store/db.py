@@ -32,11 +32,11 @@ from .errors import CorruptionError, StoreStateError, error
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
+    "Database",
+    "DbFault",
     "FAULTS",
     "RETRIES",
     "RETRY_BUDGET_S",
-    "Database",
-    "DbFault",
     "SchemaState",
     "classify",
     "database_errors",
