@@ -14,6 +14,7 @@ Functions here take an open SQLAlchemy ``Connection`` inside the caller's transa
 
 from __future__ import annotations
 
+import operator
 import secrets
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -75,10 +76,18 @@ def insert_ignore(conn: Connection, table: sa.Table, rows: Sequence[dict[str, An
     compiled once per (table, columns, dialect) and run through the driver's executemany:
     per-row parameter processing in SQLAlchemy cost more than the insert itself (measured
     with bench/fragments.py).
+
+    Rows are written in primary-key order (a stable sort: among rows of one key the first
+    still wins), so concurrent writers of overlapping batches take their key locks in the
+    same order and never deadlock on each other.
     """
     if not rows:
         return
     cols = tuple(rows[0])
+    if len(rows) > 1:
+        keys = [c.name for c in table.primary_key.columns if c.name in cols]
+        if keys:
+            rows = sorted(rows, key=operator.itemgetter(*keys))
     sql = _insert_sql(conn.dialect.name, table.name, cols)
     conn.exec_driver_sql(sql, [tuple(r[c] for c in cols) for r in rows])
 
@@ -319,6 +328,7 @@ def put_many(conn: Connection, items: Sequence[bytes]) -> list[PutResult]:
         rows.append(row)
         results.append(PutResult(dg, True))
     if rows:
+        rows.sort(key=operator.itemgetter("address"))  # one lock order for every writer
         if conn.dialect.name == "postgresql" and len(rows) >= 1000:
             _copy_blobs(conn, rows)
         else:
