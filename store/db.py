@@ -1,7 +1,13 @@
 """The database layer: engines from URLs, SQLite pragmas, transactions, schema versions.
 
-This is the one place where SQLAlchemy and driver exceptions become evstore errors
-(:func:`translate`), and the one place that knows which backend is in use.
+This is the one place where SQLAlchemy and driver exceptions become evstore errors, and the
+one place that knows which backend is in use. Errors are classified by exception type and
+driver error code (SQLite result code, PostgreSQL SQLSTATE), never by message text, through
+one table (:data:`FAULTS`): contention is ``store.busy`` and retried; a lost or refused
+connection ``store.unreachable``; a statement timeout ``store.timeout``; a full disk
+``store.full``; a read-only store ``store.read-only``; anything else ``store.database``
+(:func:`classify`, :func:`translate`). Raw driver work (PostgreSQL COPY) runs inside
+:func:`raw_driver` so its errors take the same path.
 
 SQLite (the embedded default) runs in WAL mode with ``synchronous=NORMAL`` and a busy
 timeout; every transaction starts with ``BEGIN IMMEDIATE`` so two writers never deadlock by
