@@ -342,6 +342,19 @@ _TABLE: tuple[Code, ...] = (
     _c("store.unreachable", "store", "", "the database cannot be reached"),
     _c("store.busy", "store", "", "the database stayed locked after retries"),
     _c(
+        "store.timeout",
+        "store",
+        "",
+        "a statement ran past the database's time limit (PostgreSQL statement_timeout)",
+    ),
+    _c("store.full", "store", "", "the disk or file system holding the store is full"),
+    _c(
+        "store.read-only",
+        "store",
+        "",
+        "the store cannot be written (a read-only file, folder, mount or transaction)",
+    ),
+    _c(
         "store.kind-unavailable",
         "store",
         "",
