@@ -1,4 +1,4 @@
-"""templiqx evidence fragment v1alpha1: the pure rules (evstore.fragments), no database.
+"""templiqx evidence fragment v1alpha1: the pure rules (evstore.fragment_rules), no database.
 
 Upstream vectors come from ../shared through the ``shared_dir`` fixture; every other case is
 built here. Rule cases assert the code and the pointer of every fault, in order.
@@ -17,9 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evstore import fragments as fr
+from evstore import errors
+from evstore import fragment_rules as fr
 from evstore.canonical import dumps
-from evstore.errors import BindingConflict, ContractError, EvstoreError
+from evstore.errors import CODES, BindingConflict, ContractError, EvstoreError, error
 
 TEMPLIQX = Path("fixtures/templiqx/examples")
 CONTRACT_MD = Path("contracts/templiqx-evidence-fragment-v1alpha1.md")
@@ -51,7 +52,7 @@ def without(frag: dict[str, Any], name: str) -> dict[str, Any]:
     return out
 
 
-def faults(errors: list[fr.FragmentError]) -> list[tuple[str, str]]:
+def faults(errors: list[errors.FragmentError]) -> list[tuple[str, str]]:
     return [(e.code, e.pointer) for e in errors]
 
 
@@ -376,9 +377,9 @@ def test_verify_against(content: bytes, frag: Any, expected: list[tuple[str, str
     got = fr.verify_against(frag, content)
     assert faults(got) == expected
     for err in got:
-        assert isinstance(err, fr.FragmentError)
+        assert isinstance(err, errors.FragmentError)
         assert isinstance(err, ContractError)
-        assert err.rule == fr.RULES[err.code]
+        assert err.rule == CODES[err.code].rule
 
 
 @pytest.mark.parametrize(
@@ -488,25 +489,31 @@ BINDING = {
 
 @pytest.mark.parametrize("code", sorted(ALL_CODES))
 def test_codes_rules_and_classes(code: str) -> None:
-    assert fr.RULES[code] == f"templiqx-evidence-fragment-v1alpha1#{ALL_CODES[code]}"
-    err = fr.fragment_error(code, "m", "/x")
-    assert (err.code, err.rule, err.pointer) == (code, fr.RULES[code], "/x")
+    rule = f"templiqx-evidence-fragment-v1alpha1#{ALL_CODES[code]}"
+    assert CODES[code].rule == rule
+    err = error(code, "m", "/x")
+    assert (err.code, err.rule, err.pointer) == (code, rule, "/x")
     assert isinstance(err, EvstoreError)
     if code in BINDING:
-        assert isinstance(err, fr.FragmentBindingError)
+        assert CODES[code].family == "binding"
+        assert isinstance(err, errors.FragmentBindingError)
         assert isinstance(err, BindingConflict)
         assert not isinstance(err, ContractError)
     else:
-        assert isinstance(err, fr.FragmentError)
+        assert CODES[code].family == "contract"
+        assert isinstance(err, errors.FragmentError)
         assert not isinstance(err, BindingConflict)
 
 
 def test_code_set_is_complete() -> None:
-    assert set(fr.RULES) == set(ALL_CODES)
-    assert set(fr.CODES) == set(ALL_CODES) | {"not-found.fragment"}
-    assert fr.BINDING_CODES == BINDING
-    with pytest.raises(ValueError):
-        fr.fragment_error("manifest.shape", "m")
+    """The table holds exactly these fragment codes; the module keeps no code table of its own."""
+    assert {c for c in CODES if c.startswith("fragment.")} == set(ALL_CODES)
+    assert CODES["not-found.fragment"].family == "not-found"
+    assert {c for c in ALL_CODES if CODES[c].family == "binding"} == BINDING
+    for name in ("CODES", "RULES", "BINDING_CODES", "fragment_error"):
+        assert not hasattr(fr, name)
+    with pytest.raises(KeyError):
+        error("fragment.no-such-code", "m")
 
 
 def test_module_all_is_sorted() -> None:
@@ -582,7 +589,7 @@ def test_identity_separates_each_field() -> None:
 )
 def test_identity_raises_first_fault(frag: Any, code: str, pointer: str) -> None:
     for fn in (fr.identity, fr.identity_key):
-        with pytest.raises(fr.FragmentError) as info:
+        with pytest.raises(errors.FragmentError) as info:
             fn(frag)
         assert (info.value.code, info.value.pointer) == (code, pointer)
 
@@ -597,10 +604,10 @@ def test_scope_of() -> None:
     got = fr.scope_of(scoped)
     assert got == FULL_SCOPE
     assert got is not scoped["scope"]
-    with pytest.raises(fr.FragmentError) as info:
+    with pytest.raises(errors.FragmentError) as info:
         fr.scope_of(dict(GOOD, scope={"host_id": "H", "tenant_id": "T"}))
     assert (info.value.code, info.value.pointer) == (SC, "/scope/authorization_scope_id")
-    with pytest.raises(fr.FragmentError) as info:
+    with pytest.raises(errors.FragmentError) as info:
         fr.scope_of(dict(GOOD, scope="H/T/A"))
     assert (info.value.code, info.value.pointer) == (S, "/scope")
 
@@ -702,7 +709,7 @@ def test_revision_checksums(extensions: Any, keys: tuple[str, ...], expected: An
             ("/evidence/1" + p, c) for p, c in expected
         ]
     else:
-        with pytest.raises(fr.FragmentError) as info:
+        with pytest.raises(errors.FragmentError) as info:
             fr.revision_checksums(frag, keys)
         assert (info.value.code, info.value.pointer) == expected
         assert faults(fr.validate_shape(frag, revision_keys=keys)) == [expected]
@@ -744,7 +751,7 @@ def test_extract_evidence_pointers() -> None:
     ],
 )
 def test_extract_evidence_rejects(doc: Any, pointer: str) -> None:
-    with pytest.raises(fr.FragmentError) as info:
+    with pytest.raises(errors.FragmentError) as info:
         fr.extract_evidence(doc)
     assert (info.value.code, info.value.pointer) == (S, pointer)
 
@@ -952,7 +959,7 @@ def test_prop_any_member_value_gives_coded_faults(name: str, value: Any) -> None
         fr.verify_against(frag, MIXED, "/evidence/0"),
     ):
         for err in got:
-            assert err.code in fr.RULES
+            assert err.code in ALL_CODES
             assert err.pointer.startswith("/evidence/0")
     if name == "field":
         assert fr.verify_against(frag, MIXED) == []

@@ -14,8 +14,8 @@ import pytest
 import sqlalchemy as sa
 
 import evstore
-from evstore import Document
-from evstore import fragments as fr
+from evstore import Document, errors
+from evstore import fragment_rules as fr
 from evstore.canonical import dumps
 from evstore.tables import bindings, edges
 
@@ -62,7 +62,7 @@ def rejected(store: evstore.Store, snapshot: Any, code: str, pointer: str, fn: A
     with pytest.raises(evstore.EvstoreError) as info:
         fn()
     assert (info.value.code, info.value.pointer) == (code, pointer), info.value
-    assert info.value.rule == fr.RULES[code]
+    assert info.value.rule == errors.CODES[code].rule
     assert snapshot(store) == before
     return info.value
 
@@ -275,7 +275,10 @@ def test_write_rules(
 ) -> None:
     err = rejected(mixed, snapshot, code, pointer, lambda: ingest(mixed, frag))
     assert isinstance(
-        err, fr.FragmentBindingError if code in fr.BINDING_CODES else fr.FragmentError
+        err,
+        errors.FragmentBindingError
+        if errors.CODES[code].family == "binding"
+        else errors.FragmentError,
     )
     # in a batch the pointer is prefixed, and the good fragment before it is not written
     batch = {"facts": 1, "evidence": [make(MIXED, 3, 6), frag]}
