@@ -204,6 +204,72 @@ def revision_keys(txn: Txn) -> Sequence[str]:
     return tuple(setting(txn.settings, REVISION_KEYS_SETTING) or ())
 
 
+def _select_by_revision(
+    frag: dict[str, Any], pointer: str, txn: Txn, st: TxnState
+) -> tuple[str | None, str, EvstoreError | None]:
+    """The content version the revision extensions select: ``(sha256 or None, pointer, fault)``.
+
+    Each configured extension must name a known checksum bound to this document_id and to a
+    version for this fragment_id; all extensions must agree.
+    """
+    d, f = frag["document_id"], frag["fragment_id"]
+    by_revision: str | None = None
+    rev_ptr = ""
+    for ptr, checksum in revision_checksums(frag, revision_keys(txn), pointer):
+        bound_doc = revision_binding(txn, st, NS_REV_DOC, checksum)
+        if bound_doc is None:
+            return (
+                None,
+                "",
+                error(
+                    UNKNOWN_REVISION,
+                    "the store knows no document revision with this checksum",
+                    ptr,
+                    revision_checksum=checksum,
+                ),
+            )
+        if bound_doc != d:
+            return (
+                None,
+                "",
+                error(
+                    REVISION_MISMATCH,
+                    "this revision checksum belongs to another document_id",
+                    ptr,
+                    revision_checksum=checksum,
+                    bound_document_id=bound_doc,
+                ),
+            )
+        bound_sha = revision_binding(txn, st, NS_REV_CONTENT, revision_content_key(checksum, f))
+        if bound_sha is None:
+            return (
+                None,
+                "",
+                error(
+                    UNKNOWN_REVISION,
+                    "the store knows this revision, but no content for this fragment_id in it",
+                    ptr,
+                    revision_checksum=checksum,
+                    fragment_id=f,
+                ),
+            )
+        if by_revision is not None and bound_sha != by_revision:
+            return (
+                None,
+                "",
+                error(
+                    REVISION_MISMATCH,
+                    "two revision extensions select different content versions",
+                    ptr,
+                    content_sha256=bound_sha,
+                    other=by_revision,
+                    other_pointer=rev_ptr,
+                ),
+            )
+        by_revision, rev_ptr = bound_sha, ptr
+    return by_revision, rev_ptr, None
+
+
 def select(
     frag: dict[str, Any], pointer: str, txn: Txn, st: TxnState
 ) -> tuple[str | None, list[EvstoreError]]:
@@ -214,53 +280,9 @@ def select(
     registered version of the pair, agreeing with the revision); then the pair's only version.
     """
     d, f = frag["document_id"], frag["fragment_id"]
-    by_revision: str | None = None
-    rev_ptr = ""
-    for ptr, checksum in revision_checksums(frag, revision_keys(txn), pointer):
-        bound_doc = revision_binding(txn, st, NS_REV_DOC, checksum)
-        if bound_doc is None:
-            return None, [
-                error(
-                    UNKNOWN_REVISION,
-                    "the store knows no document revision with this checksum",
-                    ptr,
-                    revision_checksum=checksum,
-                )
-            ]
-        if bound_doc != d:
-            return None, [
-                error(
-                    REVISION_MISMATCH,
-                    "this revision checksum belongs to another document_id",
-                    ptr,
-                    revision_checksum=checksum,
-                    bound_document_id=bound_doc,
-                )
-            ]
-        bound_sha = revision_binding(txn, st, NS_REV_CONTENT, revision_content_key(checksum, f))
-        if bound_sha is None:
-            return None, [
-                error(
-                    UNKNOWN_REVISION,
-                    "the store knows this revision, but no content for this fragment_id in it",
-                    ptr,
-                    revision_checksum=checksum,
-                    fragment_id=f,
-                )
-            ]
-        if by_revision is not None and bound_sha != by_revision:
-            return None, [
-                error(
-                    REVISION_MISMATCH,
-                    "two revision extensions select different content versions",
-                    ptr,
-                    content_sha256=bound_sha,
-                    other=by_revision,
-                    other_pointer=rev_ptr,
-                )
-            ]
-        by_revision, rev_ptr = bound_sha, ptr
-
+    by_revision, rev_ptr, fault = _select_by_revision(frag, pointer, txn, st)
+    if fault is not None:
+        return None, [fault]
     versions = content_versions(txn, st, d, f)
     if "content_sha256" in frag:
         wanted = frag["content_sha256"]

@@ -6,25 +6,14 @@ a byte range ``[start_offset, end_offset)`` of source content and the SHA-256 of
 ``store/fragment_bindings.py``. Codes: the ``fragment.*`` rows of :data:`evstore.errors.CODES`
 (the five of family ``binding`` need the store; all others are ``contract``, everywhere).
 
-Decisions where the contract is silent (docs/fragments.md, "The rules", gives the reasons):
-
-* Character boundary: content is raw bytes, never decoded or normalised. A byte offset ``off``
-  is a boundary iff ``off == len(content)`` or ``content[off] & 0xC0 != 0x80``; the quoted
-  bytes must also be well-formed UTF-8 (a fault at the fragment itself).
-* An offset is a JSON integer: an ``int`` (not ``bool``) or a finite ``float`` with zero
-  fraction. Identity uses the ``int``. Optional members, when present, must have their type
-  (``null`` is not absence). document_id and fragment_id are non-empty. Other members are
-  assertion fields: allowed, preserved, never part of identity.
-* Fault order: stages, each run only when every earlier one passed; inside a stage every
-  fault, in order. 1. shape (:func:`validate_shape`), members in the contract's table order
-  (document_id, fragment_id, start_offset, end_offset, quote_sha256, content_sha256, scope,
-  extensions), then configured revision extensions; 2. content_sha256 against the content;
-  3. end_offset against the content length; 4. boundaries (start, end, well-formedness);
-  5. quote_sha256 against the quoted bytes.
-* Detection (:func:`detect`): a fragment is an object carrying all five required member names
-  (types not looked at; scenario manifests' ``evidence`` references carry three). A batch is
-  another object whose ``evidence`` array holds at least one such object; the other elements
-  are then reported by validation with their pointers.
+Decisions where the contract is silent (docs/fragments.md, "The rules", gives them in full):
+content is raw bytes, never decoded; an offset is a boundary iff it is the length or
+``content[off] & 0xC0 != 0x80``, and the quoted bytes must be well-formed UTF-8; an offset is
+an ``int`` or a finite integral ``float`` (never ``bool``); present optional members must have
+their type; ids are non-empty; other members are assertion fields, never part of identity.
+Fault order: shape (members in the contract's table order, then configured revision
+extensions), content_sha256, end_offset against the length, boundaries, quote_sha256; a stage
+runs only when every earlier one passed. Detection: :func:`detect`.
 """
 
 from __future__ import annotations
@@ -483,7 +472,7 @@ def verify_against(
 ) -> list[EvstoreError]:
     """Verify a fragment against the content its offsets are measured over (fail closed).
 
-    Stages (module docstring, "Fault order"); a stage runs only when all earlier ones passed:
+    Stages (the module docstring's fault order); a stage runs only when all earlier ones passed:
     shape; ``content_sha256`` (when the fragment has it) equals the SHA-256 of ``content``;
     ``end_offset <= len(content)``; both offsets on character boundaries and the quoted bytes
     well-formed UTF-8; SHA-256 of ``content[start_offset:end_offset]`` equals
@@ -546,6 +535,13 @@ def verify_against(
             )
         ]
 
+    return _quote_faults(frag, content, pointer, start, end)
+
+
+def _quote_faults(
+    frag: Any, content: bytes | bytearray | memoryview, pointer: str, start: int, end: int
+) -> list[EvstoreError]:
+    """Stages 4 and 5 of :func:`verify_against`: boundaries, well-formedness, quote digest."""
     faults: list[EvstoreError] = []
     for name, off in (("start_offset", start), ("end_offset", end)):
         if not is_char_boundary(content, off):
@@ -603,9 +599,10 @@ def _looks_like_fragment(value: Any) -> bool:
 def detect(doc: Any) -> str | None:
     """Tell whether a parsed document is a fragment, a batch of fragments, or neither.
 
-    Discriminator (module docstring, "Detection"): ``"fragment"`` for an object carrying all
-    five required member names; ``"fragment-batch"`` for any other object whose ``evidence``
-    member is a non-empty array holding at least one such object. Types are not checked.
+    ``"fragment"`` for an object carrying all five required member names (three are not
+    enough: scenario manifests' ``evidence`` references carry three); ``"fragment-batch"`` for
+    any other object whose ``evidence`` array holds at least one such object (the others are
+    then reported by validation with their pointers). Types are not checked.
 
     Args:
         doc: a parsed JSON value.

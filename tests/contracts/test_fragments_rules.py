@@ -995,3 +995,94 @@ def test_prop_identity_key_is_jcs(
 def test_identity_key_escapes_as_jcs(text: str) -> None:
     frag = make(MIXED, 1, 3, document_id=text, fragment_id=text + "!")
     assert fr.identity_key(frag) == dumps({k: frag[k] for k in fr.REQUIRED}).decode("utf-8")
+
+
+# ---------------------------------------------------------------------------------------------
+# the shared contract shape: validate(doc, settings, kind=...) -> Faults, scope_from_parts
+
+
+def test_contract_names() -> None:
+    assert fr.CONTRACT == "templiqx-evidence-fragment-v1alpha1"
+    assert fr.CONTRACT_VERSION == "v1alpha1"
+    assert fr.detect([]) is None
+
+
+def test_validate_returns_faults_in_order_per_kind() -> None:
+    bad = make(MIXED, -1, "2", quote_sha256="X")
+    assert [(e.code, e.pointer) for e in fr.validate(bad)] == [
+        ("fragment.range", "/start_offset"),
+        ("fragment.shape", "/end_offset"),
+        ("fragment.digest-format", "/quote_sha256"),
+    ]
+    codes = [(e.code, e.pointer) for e in fr.validate(bad, kind="fragment")]
+    assert codes == [(e.code, e.pointer) for e in fr.validate_shape(bad)]
+    good = make(MIXED, 1, 3)
+    out = fr.validate(good)
+    assert isinstance(out, errors.Faults) and out.ok and out.warnings == []
+    batch = {"facts": 1, "evidence": [good, bad, 7]}
+    assert [(e.code, e.pointer) for e in fr.validate(batch)] == [
+        ("fragment.range", "/evidence/1/start_offset"),
+        ("fragment.shape", "/evidence/1/end_offset"),
+        ("fragment.digest-format", "/evidence/1/quote_sha256"),
+        ("fragment.shape", "/evidence/2"),
+    ]
+    assert [(e.code, e.pointer) for e in fr.validate({}, kind="fragment-batch")] == [
+        ("fragment.shape", "/evidence")
+    ]
+    source = {"document_id": "D", "fragment_id": "", "content_sha256": "A" * 64, "x": 1}
+    assert [(e.code, e.pointer) for e in fr.validate(source, kind="fragment-source")] == [
+        ("fragment.shape", "/fragment_id"),
+        ("fragment.digest-format", "/content_sha256"),
+        ("fragment.shape", "/x"),
+    ]
+    with pytest.raises(ValueError):
+        fr.validate(good, kind="manifest")
+
+
+def test_validate_reads_the_revision_keys_setting() -> None:
+    frag = make(MIXED, 1, 3, extensions={"example.document_revision": {"revision_checksum": 1}})
+    assert fr.validate(frag).ok  # the illustrative key is read only when configured
+    settings = {fr.REVISION_KEYS_SETTING: ["example.document_revision"]}
+    assert [(e.code, e.pointer) for e in fr.validate(frag, settings)] == [
+        ("fragment.revision-format", "/extensions/example.document_revision/revision_checksum")
+    ]
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [("H", None, None), (None, "T", None), (None, None, "A"), ("H", "T", None), ("", None, "A")],
+)
+def test_scope_from_parts_all_or_none(parts: tuple[Any, ...]) -> None:
+    with pytest.raises(errors.FragmentError) as info:
+        fr.scope_from_parts(*parts)
+    err = info.value
+    assert (err.code, err.family, err.pointer) == ("fragment.scope-incomplete", "contract", "")
+    assert err.rule == "templiqx-evidence-fragment-v1alpha1#host-scope-metadata"
+    assert err.message == ("host_id, tenant_id and authorization_scope_id go together: all or none")
+    names = ("--host-id", "--tenant-id", "--authorization-scope-id")
+    with pytest.raises(errors.FragmentError) as info:
+        fr.scope_from_parts(*parts, names=names)
+    assert info.value.message == (
+        "--host-id, --tenant-id and --authorization-scope-id go together: all or none"
+    )
+
+
+def test_scope_from_parts_values() -> None:
+    assert fr.scope_from_parts(None, None, None) is None
+    assert fr.scope_from_parts("H", "T", "A") == {
+        "host_id": "H",
+        "tenant_id": "T",
+        "authorization_scope_id": "A",
+    }
+
+
+def test_source_encoding_fault() -> None:
+    assert fr.source_encoding_fault(b"plain") is None
+    assert fr.source_encoding_fault(MIXED) is None
+    err = fr.source_encoding_fault(b"ab\xff", "/x", document_id="D")
+    assert err is not None
+    assert (err.code, err.pointer, err.details) == (
+        "fragment.source-encoding",
+        "/x",
+        {"document_id": "D", "byte": 2},
+    )
