@@ -34,6 +34,7 @@ from . import blobs as _blobs
 from .artifacts import ArtifactResult
 from .canonical import dumps, loads
 from .errors import EvstoreError, error, join_pointer
+from .fragment_bytes import verify_against
 from .fragment_rules import (
     AMBIGUOUS_CONTENT,
     CONTENT_MISMATCH,
@@ -51,7 +52,6 @@ from .fragment_rules import (
     scope_faults,
     scope_of,
     validate_shape,
-    verify_against,
 )
 from .refs import parse_ref
 from .settings import setting

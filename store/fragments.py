@@ -40,6 +40,7 @@ from .fragment_bindings import (
     state,
     write_fragments,
 )
+from .fragment_bytes import source_encoding_fault, verify_against
 from .fragment_rules import (
     BATCH_KIND,
     CONTRACT_VERSION,
@@ -59,11 +60,9 @@ from .fragment_rules import (
     revision_checksums,
     scope_from_parts,
     scope_of,
-    source_encoding_fault,
     validate,
     validate_shape,
     validate_source,
-    verify_against,
 )
 from .refs import parse_ref
 

@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evstore import errors
+from evstore import fragment_bytes as fb
 from evstore import fragment_rules as fr
 from evstore.canonical import dumps
 from evstore.errors import CODES, BindingConflict, ContractError, EvstoreError, error
@@ -374,7 +375,7 @@ WRONG_UNIT_CASES = [
     [pytest.param(c, f, e, id=i) for i, c, f, e in VERIFY_CASES],
 )
 def test_verify_against(content: bytes, frag: Any, expected: list[tuple[str, str]]) -> None:
-    got = fr.verify_against(frag, content)
+    got = fb.verify_against(frag, content)
     assert faults(got) == expected
     for err in got:
         assert isinstance(err, errors.FragmentError)
@@ -389,7 +390,7 @@ def test_verify_against(content: bytes, frag: Any, expected: list[tuple[str, str
 def test_verify_against_in_a_batch_prefixes_pointers(
     content: bytes, frag: Any, expected: list[tuple[str, str]]
 ) -> None:
-    got = fr.verify_against(frag, content, "/evidence/7")
+    got = fb.verify_against(frag, content, "/evidence/7")
     assert faults(got) == [(code, "/evidence/7" + ptr) for code, ptr in expected]
 
 
@@ -403,11 +404,11 @@ def test_wrong_offset_units(
     content = text.encode()
     right = make(content, *_utf8_offsets(text, quote))
     assert right["quote_sha256"] == sha(quote.encode())
-    assert fr.verify_against(right, content) == []  # the case is only about the units
+    assert fb.verify_against(right, content) == []  # the case is only about the units
     start, end = way(text, quote)
     assert (start, end) != _utf8_offsets(text, quote)
     wrong = dict(right, start_offset=start, end_offset=end)
-    assert faults(fr.verify_against(wrong, content)) == expected
+    assert faults(fb.verify_against(wrong, content)) == expected
 
 
 def test_shape_stage_stops_byte_checks() -> None:
@@ -421,33 +422,33 @@ def test_shape_stage_stops_byte_checks() -> None:
 
 def test_verify_against_rejects_text_content() -> None:
     with pytest.raises(TypeError):
-        fr.verify_against(GOOD, MIXED.decode())  # type: ignore[arg-type]
+        fb.verify_against(GOOD, MIXED.decode())  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("wrap", [bytes, bytearray, memoryview], ids=lambda w: w.__name__)
 def test_verify_against_bytes_like(wrap: Any) -> None:
-    assert fr.verify_against(make(MIXED, 3, 10), wrap(MIXED)) == []
-    assert faults(fr.verify_against(make(MIXED, 3, 9), wrap(MIXED))) == [(B, "/end_offset")]
-    assert faults(fr.verify_against(make(LATIN1, 0, 3), wrap(LATIN1))) == [(B, "")]
+    assert fb.verify_against(make(MIXED, 3, 10), wrap(MIXED)) == []
+    assert faults(fb.verify_against(make(MIXED, 3, 9), wrap(MIXED))) == [(B, "/end_offset")]
+    assert faults(fb.verify_against(make(LATIN1, 0, 3), wrap(LATIN1))) == [(B, "")]
 
 
 def test_precomputed_content_digest_is_used() -> None:
     frag = make(MIXED, 1, 3, content_sha256=sha(MIXED))
-    assert fr.verify_against(frag, MIXED, content_sha256=sha(MIXED)) == []
+    assert fb.verify_against(frag, MIXED, content_sha256=sha(MIXED)) == []
     # the given digest is what gets compared (the store passes the version's digest)
-    got = fr.verify_against(frag, MIXED, content_sha256=sha(b"other version"))
+    got = fb.verify_against(frag, MIXED, content_sha256=sha(b"other version"))
     assert faults(got) == [(C, "/content_sha256")]
     assert got[0].details == {"expected": sha(MIXED), "actual": sha(b"other version")}
 
 
 def test_shape_checked_skips_the_shape_stage() -> None:
     frag = make(MIXED, 1, 3, scope={})
-    assert faults(fr.verify_against(frag, MIXED))[0] == (SC, "/scope/host_id")
-    assert fr.verify_against(frag, MIXED, shape_checked=True) == []
+    assert faults(fb.verify_against(frag, MIXED))[0] == (SC, "/scope/host_id")
+    assert fb.verify_against(frag, MIXED, shape_checked=True) == []
 
 
 def test_error_record() -> None:
-    (err,) = fr.verify_against(make(MIXED, 3, 5), MIXED, "/evidence/0")
+    (err,) = fb.verify_against(make(MIXED, 3, 5), MIXED, "/evidence/0")
     assert err.to_dict() == {
         "family": "contract",
         "code": "fragment.boundary",
@@ -529,7 +530,7 @@ def test_assertion_field_is_preserved_and_not_identity() -> None:
     asserting = make(MIXED, 1, 3, field="effective_date", note={"any": ["json"]})
     before = copy.deepcopy(asserting)
     assert fr.validate_shape(asserting) == []
-    assert fr.verify_against(asserting, MIXED) == []
+    assert fb.verify_against(asserting, MIXED) == []
     assert fr.identity(asserting) == fr.identity(plain)
     assert fr.identity_key(asserting) == fr.identity_key(plain)
     assert "effective_date" not in fr.identity_key(asserting)
@@ -782,10 +783,10 @@ def test_detect(doc: Any, kind: str | None) -> None:
 
 
 def test_is_char_boundary() -> None:
-    assert {i for i in range(len(MIXED) + 1) if fr.is_char_boundary(MIXED, i)} == MIXED_BOUNDARIES
-    assert fr.is_char_boundary(b"", 0)
+    assert {i for i in range(len(MIXED) + 1) if fb.is_char_boundary(MIXED, i)} == MIXED_BOUNDARIES
+    assert fb.is_char_boundary(b"", 0)
     with pytest.raises(IndexError):
-        fr.is_char_boundary(MIXED, len(MIXED) + 1)
+        fb.is_char_boundary(MIXED, len(MIXED) + 1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -830,7 +831,7 @@ def test_every_upstream_fragment_verifies(shared_dir: Path) -> None:
     assert len(vectors) == 17
     for name, pointer, frag, content in vectors:
         assert fr.validate_shape(frag, pointer) == [], (name, pointer)
-        assert fr.verify_against(frag, content, pointer) == [], (name, pointer)
+        assert fb.verify_against(frag, content, pointer) == [], (name, pointer)
         assert "field" in frag and "field" not in fr.identity_key(frag)
     assert len({fr.identity_key(f) for _, _, f, _ in vectors}) == 17
 
@@ -842,7 +843,7 @@ def test_every_upstream_fragment_fails_one_byte_off(shared_dir: Path) -> None:
         shifted = dict(
             frag, start_offset=frag["start_offset"] + 1, end_offset=frag["end_offset"] + 1
         )
-        got = faults(fr.verify_against(shifted, content, pointer))
+        got = faults(fb.verify_against(shifted, content, pointer))
         assert got in ([(Q, pointer + "/quote_sha256")], [(R, pointer + "/end_offset")]), name
 
 
@@ -861,7 +862,7 @@ def test_contract_example_verifies_against_bli61(shared_dir: Path) -> None:
     assert len(content) == 142
     assert sha(content) == example["content_sha256"]
     assert fr.validate_shape(example, revision_keys=(EX_KEY,)) == []
-    assert fr.verify_against(example, content) == []
+    assert fb.verify_against(example, content) == []
     assert fr.scope_of(example) == {
         "host_id": "SYN-HOST-001",
         "tenant_id": "SYN-TENANT-001",
@@ -875,7 +876,7 @@ def test_contract_example_verifies_against_bli61(shared_dir: Path) -> None:
     bli61 = json.loads((shared_dir / TEMPLIQX / UPSTREAM_OUTPUTS[0]).read_text(encoding="utf-8"))
     assert fr.identity_key(example) == fr.identity_key(bli61["evidence"][0])
     # and against other bytes of the same length, content_sha256 refuses before anything else
-    assert faults(fr.verify_against(example, content.upper())) == [(C, "/content_sha256")]
+    assert faults(fb.verify_against(example, content.upper())) == [(C, "/content_sha256")]
 
 
 @pytest.mark.shared
@@ -912,8 +913,8 @@ def test_prop_character_ranges_verify(text: str, data: st.DataObject) -> None:
     i = data.draw(st.integers(0, len(text) - 1))
     j = data.draw(st.integers(i + 1, len(text)))
     frag = make(content, offsets[i], offsets[j], content_sha256=sha(content))
-    assert fr.verify_against(frag, content) == []
-    assert fr.verify_against(frag, content, content_sha256=sha(content), shape_checked=True) == []
+    assert fb.verify_against(frag, content) == []
+    assert fb.verify_against(frag, content, content_sha256=sha(content), shape_checked=True) == []
 
 
 @settings(max_examples=300)
@@ -933,11 +934,11 @@ def test_prop_offset_inside_multibyte_char_is_boundary(
     inside = char_start + data.draw(st.integers(1, width - 1))
     # end shifted into the character; the quote digest is right for the bytes selected
     start = data.draw(st.sampled_from(_char_offsets(prefix)))
-    got = fr.verify_against(make(content, start, inside), content)
+    got = fb.verify_against(make(content, start, inside), content)
     assert faults(got) == [(B, "/end_offset")]
     # start shifted into the character
     end = data.draw(st.sampled_from([char_start + width + o for o in _char_offsets(suffix)]))
-    got = fr.verify_against(make(content, inside, end), content)
+    got = fb.verify_against(make(content, inside, end), content)
     assert faults(got) == [(B, "/start_offset")]
 
 
@@ -956,13 +957,13 @@ def test_prop_any_member_value_gives_coded_faults(name: str, value: Any) -> None
     frag = dict(GOOD, **{name: value})
     for got in (
         fr.validate_shape(frag, "/evidence/0"),
-        fr.verify_against(frag, MIXED, "/evidence/0"),
+        fb.verify_against(frag, MIXED, "/evidence/0"),
     ):
         for err in got:
             assert err.code in ALL_CODES
             assert err.pointer.startswith("/evidence/0")
     if name == "field":
-        assert fr.verify_against(frag, MIXED) == []
+        assert fb.verify_against(frag, MIXED) == []
 
 
 @settings(max_examples=500)
@@ -1077,9 +1078,9 @@ def test_scope_from_parts_values() -> None:
 
 
 def test_source_encoding_fault() -> None:
-    assert fr.source_encoding_fault(b"plain") is None
-    assert fr.source_encoding_fault(MIXED) is None
-    err = fr.source_encoding_fault(b"ab\xff", "/x", document_id="D")
+    assert fb.source_encoding_fault(b"plain") is None
+    assert fb.source_encoding_fault(MIXED) is None
+    err = fb.source_encoding_fault(b"ab\xff", "/x", document_id="D")
     assert err is not None
     assert (err.code, err.pointer, err.details) == (
         "fragment.source-encoding",
