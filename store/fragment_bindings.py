@@ -286,7 +286,6 @@ def select(
     versions = content_versions(txn, st, d, f)
     if "content_sha256" in frag:
         wanted = frag["content_sha256"]
-        cptr = join_pointer(pointer, "content_sha256")
         if by_revision is not None and by_revision != wanted:
             return None, [
                 error(
@@ -306,7 +305,7 @@ def select(
             error(
                 CONTENT_MISMATCH,
                 "content_sha256 names no content version registered for this document and fragment",
-                cptr,
+                join_pointer(pointer, "content_sha256"),
                 content_sha256=wanted,
                 versions=sorted(versions),
             )
@@ -432,7 +431,7 @@ def write_fragments(
     bound = lookup_scope_bindings(txn, [i for _, _, _, i, _, _ in prepared if i not in st.scopes])
     bound.update(st.scopes)
     to_store: list[tuple[dict[str, Any], bytes, str, str, bool]] = []
-    to_bind: list[tuple[str, str, str, dict[str, str]]] = []
+    to_bind: list[tuple[str, str, str, dict[str, str], bool]] = []
     jcs_of: dict[tuple[str, ...], str] = {}
     for pointer, frag, canonical, ident, sha, scope in prepared:
         existing = bound.get(ident)
@@ -453,16 +452,16 @@ def write_fragments(
             value = jcs_of.get(values)
             if value is None:  # one serialisation per distinct scope, not per fragment
                 value = jcs_of[values] = jcs(scope)
-            where = join_pointer(pointer, "scope") if "scope" in frag else pointer
             if existing is None:
-                to_bind.append((ident, value, where, scope))
+                # the pointer is built only if the binding conflicts (bind_scopes)
+                to_bind.append((ident, value, pointer, scope, "scope" in frag))
                 bound[ident] = st.scopes[ident] = value
             elif existing != value:
                 txn.fault(
                     error(
                         SCOPE_REUSE,
                         "this fragment identity was first written under another scope",
-                        where,
+                        _scope_pointer(pointer, "scope" in frag),
                         bound_scope=loads(existing),
                         scope=scope,
                     )
@@ -473,27 +472,36 @@ def write_fragments(
     return put_fragments(txn, st, to_store)
 
 
+def _scope_pointer(pointer: str, on_fragment: bool) -> str:
+    """Where a scope fault points: the fragment's ``scope``, or the fragment (ingest scope)."""
+    return join_pointer(pointer, "scope") if on_fragment else pointer
+
+
 def bind_scopes(
-    txn: Txn, entries: Sequence[tuple[str, str, str, dict[str, str]]], origin: str
+    txn: Txn, entries: Sequence[tuple[str, str, str, dict[str, str], bool]], origin: str
 ) -> None:
-    """Make new scope bindings ``(identity key, JCS scope, pointer, scope)`` in one batch.
+    """Make new scope bindings in one batch.
+
+    Each entry is ``(identity key, JCS scope, fragment pointer, scope, scope on the
+    fragment)``; a conflict points at the fragment's ``scope`` or, for the ingest's scope, at
+    the fragment.
 
     They were unbound when looked up; a conflict now means a concurrent writer won.
     ``origin`` is the artifact whose write makes them (the batch, or the single fragment).
     """
 
     def conflict(i: int, found: str) -> EvstoreError:
-        _, _, where, scope = entries[i]
+        _, _, pointer, scope, on_fragment = entries[i]
         return error(
             SCOPE_REUSE,
             "this fragment identity was first written under another scope",
-            where,
+            _scope_pointer(pointer, on_fragment),
             bound_scope=loads(found),
             scope=scope,
         )
 
     if entries:
-        txn.bind_many(NS_SCOPE, [(k, v) for k, v, _, _ in entries], conflict, origin=origin)
+        txn.bind_many(NS_SCOPE, [(e[0], e[1]) for e in entries], conflict, origin=origin)
 
 
 def put_fragments(
