@@ -179,7 +179,7 @@ def _document_type(store: Any) -> Any:
 
 
 class FragmentKind:
-    """Kind ``fragment``: one templiqx v1alpha1 evidence fragment (contract in this module).
+    """Kind ``fragment``: one templiqx v1alpha1 evidence fragment (rules: fragment_rules).
 
     Detection: an object with all five required member names (:func:`detect`).
     check: shape, content selection, every byte rule. write: scope binding, then the artifact
@@ -498,7 +498,7 @@ class FragmentOps:
             kind: ``fragment`` or ``fragment-batch``; detected when None.
 
         Returns:
-            The :class:`~evstore.api.IngestReport`.
+            The ``IngestReport`` of ``store.ingest``.
 
         Raises:
             Every ``fragment.*`` code (the first fault); nothing is written then.

@@ -1087,3 +1087,35 @@ def test_source_encoding_fault() -> None:
         "/x",
         {"document_id": "D", "byte": 2},
     )
+
+
+@pytest.mark.parametrize(
+    ("over", "expected"),
+    [
+        ({"start_offset": True}, [("fragment.shape", "/start_offset")]),
+        ({"end_offset": 3.0}, []),
+        ({"start_offset": 1.5}, [("fragment.shape", "/start_offset")]),
+        ({"end_offset": 2**53}, [("fragment.range", "/end_offset")]),
+        ({"end_offset": 1}, [("fragment.range", "/end_offset")]),
+        ({"document_id": ""}, [("fragment.shape", "/document_id")]),
+        ({"fragment_id": "\ud800"}, [("fragment.shape", "/fragment_id")]),
+        ({"quote_sha256": "A" * 64}, [("fragment.digest-format", "/quote_sha256")]),
+        ({"quote_sha256": "a" * 64 + "\n"}, [("fragment.digest-format", "/quote_sha256")]),
+        (
+            {"scope": {"host_id": "H", "tenant_id": "T", "user": "A"}},
+            [
+                ("fragment.scope-incomplete", "/scope/authorization_scope_id"),
+                ("fragment.scope-incomplete", "/scope/user"),
+            ],
+        ),
+        (
+            {"scope": {"host_id": "H", "tenant_id": "\udc00", "authorization_scope_id": "A"}},
+            [("fragment.scope-incomplete", "/scope/tenant_id")],
+        ),
+        ({"scope": {"host_id": "H", "tenant_id": "T", "authorization_scope_id": "A"}}, []),
+    ],
+)
+def test_near_valid_fragments_take_the_fault_path(over: dict[str, Any], expected: list) -> None:
+    """The shape check's fast path accepts exactly what the member-by-member check accepts."""
+    frag = {**make(MIXED, 1, 3), **over}
+    assert [(e.code, e.pointer) for e in fr.validate_shape(frag)] == expected
