@@ -30,6 +30,8 @@ import sqlalchemy as sa
 from . import blobs as _blobs
 from .artifacts import (
     ArtifactInfo,
+    Document,
+    IngestReport,
     all_warnings,
     artifact_kinds,
     find_artifacts,
@@ -43,7 +45,7 @@ from .db import Database, translate
 from .digests import Digest, blake3_hex
 from .digests import digest_bytes as digest_from
 from .errors import EvstoreError, NotFound, error
-from .ingest import Document, IngestReport, ingest_documents, validate_documents
+from .ingest import ingest_documents, validate_documents
 from .kinds import check_kind
 from .refs import parse_ref
 from .settings import (
@@ -54,7 +56,7 @@ from .settings import (
 )
 from .txn import Txn
 
-__all__ = ["Document", "IngestReport", "Store", "init", "migrate", "open", "schema_revisions"]
+__all__ = ["Store", "init", "migrate", "open", "schema_revisions"]
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib
-import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import blobs as _blobs
-from .artifacts import ArtifactResult
+from .artifacts import ArtifactResult, Document
 from .canonical import dumps, loads
 from .digests import digest_bytes
 from .errors import EvstoreError, Faults, error, join_pointer
@@ -164,18 +162,6 @@ def audit_fragment(frag: Any, address: str, pointer: str, txn: Txn) -> Faults:
             ),
         )
     return faults
-
-
-def _document_type(store: Any) -> Any:
-    """The ``Document`` class that ``store.ingest`` takes, without importing the API module.
-
-    Contract modules never import ``evstore.api``. ``Document`` moves to store/ingest.py
-    (helper "core"); until that lands it is read from the module that defines the Store.
-    """
-    try:
-        return importlib.import_module(".ingest", __package__).Document
-    except (ImportError, AttributeError):
-        return vars(sys.modules[type(store).__module__])["Document"]
 
 
 class FragmentKind:
@@ -460,7 +446,7 @@ class FragmentOps:
                 ``fragment.source-encoding``. FragmentBindingError:
                 ``fragment.revision-mismatch``.
         """
-        document = _document_type(self.store)
+        document = Document
         raw = bytes(data)
         record: dict[str, Any] = {
             "document_id": document_id,
@@ -503,7 +489,7 @@ class FragmentOps:
         Raises:
             Every ``fragment.*`` code (the first fault); nothing is written then.
         """
-        document = _document_type(self.store)
+        document = Document
         options: dict[str, Any] = {}
         if sources:
             options["sources"] = [(d, f, bytes(b)) for d, f, b in sources]

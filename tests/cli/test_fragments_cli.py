@@ -180,12 +180,6 @@ def test_scope_incomplete_from_the_library_through_the_cli_is_contract(run, tmp_
     assert err["rule"] == "templiqx-evidence-fragment-v1alpha1#host-scope-metadata"
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="cli/objects.py (helper core) still raises the all-or-none fault as an InputError; "
-    "at merge it calls evstore.fragment_rules.scope_from_parts (names=the three flags) and "
-    "this marker goes",
-)
 def test_scope_options_all_or_none_is_a_contract_fault(run, tmp_path):
     """The CLI's all-or-none scope rule: same code, pointer and message, family contract."""
     f = write(tmp_path, "f.json", frag(1, 3))
