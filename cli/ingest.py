@@ -15,16 +15,10 @@ __all__ = ["COMMANDS", "collect", "ingest", "register", "validate"]
 
 
 def _scope(host_id: str | None, tenant_id: str | None, auth: str | None) -> dict[str, str] | None:
-    """The fragment scope of the three scope options: all three or none."""
-    scope = (host_id, tenant_id, auth)
-    if all(v is None for v in scope):
-        return None
-    if host_id is None or tenant_id is None or auth is None:
-        raise evstore.error(
-            "fragment.scope-incomplete",
-            "--host-id, --tenant-id and --authorization-scope-id go together: all or none",
-        )
-    return {"host_id": host_id, "tenant_id": tenant_id, "authorization_scope_id": auth}
+    """The fragment scope of the three scope options: all three or none (contract rule)."""
+    return evstore.fragment_scope(
+        host_id, tenant_id, auth, names=("--host-id", "--tenant-id", "--authorization-scope-id")
+    )
 
 
 def collect(

@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from evstore.manifest_rules import manifest_address  # TODO(public)
+import evstore
 
 from .common import Ctx, emit, fail, open_store, output_option, pass_ctx, read_input, write_output
 
@@ -35,7 +35,7 @@ def address(ctx: Ctx, file: str) -> None:
     Exit codes: 0 the file's manifest/ref matches (or it has none); 1 it differs, or the
     file is not a JSON object (json.*, input.*).
     """
-    out = manifest_address(read_input(file), path=file)
+    out = evstore.manifest_address(read_input(file), path=file)
     if not out["matches"]:
         fail(ctx, out, f"{out['computed']}\nmanifest/ref differs: {out['claimed']}")
     emit(ctx, out, out["computed"])

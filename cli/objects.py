@@ -172,7 +172,7 @@ def find(
     if kind is not None:
         evstore.check_kind(kind)  # kind.unknown / store.kind-unavailable before the store
     if name == "package_id":
-        value = value.lower()  # UUIDs compare case-insensitively (docs/packages.md)
+        value = evstore.normalize_uuid(value)  # UUIDs compare case-insensitively
     with open_store(ctx) as store:
         rows = []
         for a in store.find(name, value, kind=kind):
@@ -199,7 +199,10 @@ def ls(ctx: Ctx, kind: str | None, workspace: str | None) -> None:
         evstore.check_kind(kind)  # kind.unknown / store.kind-unavailable before the store
     with open_store(ctx) as store:
         rows = store.ls(
-            kind, attr=("workspace_id", workspace.lower()) if workspace is not None else None
+            kind,
+            attr=("workspace_id", evstore.normalize_uuid(workspace))
+            if workspace is not None
+            else None,
         )
     emit(ctx, {"artifacts": [r.to_dict() for r in rows]}, _ls_human)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from evstore.package_context import context_size as measure  # TODO(public)
+import evstore
 
 from .common import Ctx, emit, fail, open_store, pass_ctx, read_input, write_output
 
@@ -70,7 +70,7 @@ def context_size(ctx: Ctx, file: str) -> None:
     Exit codes: 0 bytes and tokens are right; 1 they are not, or FILE is not a JSON
     object with a context object (json.*, input.*).
     """
-    out: dict[str, Any] = measure(read_input(file), file).to_dict()
+    out: dict[str, Any] = evstore.package_context_size(read_input(file), file).to_dict()
     human = (
         f"measured {out['measured']} bytes; claimed bytes {out['claimed_bytes']}, "
         f"tokens {out['claimed_tokens']}; right value {out['fixed_point']}"

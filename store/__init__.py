@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .api import Store, init, migrate, open
-    from .artifacts import ArtifactInfo, ArtifactResult
+    from .artifacts import ArtifactInfo, ArtifactResult, Document, IngestReport
     from .blobs import PutResult
     from .canonical import dumps, loads
     from .digests import Digest, digest_bytes
@@ -38,11 +38,15 @@ if TYPE_CHECKING:
         StoreStateError,
         error,
     )
-    from .ingest import Document, IngestReport
+    from .fragment_rules import scope_from_parts as fragment_scope
     from .kinds import check_kind, known_kinds
+    from .manifest_rules import manifest_address
+    from .package_context import context_size as package_context_size
+    from .package_rules import normalize_uuid
     from .refs import ContentRef, parse_ref
 
-#: Public name -> the module (under evstore) that defines it.
+#: Public name -> the module (under evstore) that defines it, or "module:attribute" where the
+#: public name differs from the module's own.
 _SOURCES: dict[str, str] = {
     "ArtifactInfo": "artifacts",
     "ArtifactResult": "artifacts",
@@ -51,10 +55,10 @@ _SOURCES: dict[str, str] = {
     "ContractError": "errors",
     "CorruptionError": "errors",
     "Digest": "digests",
-    "Document": "ingest",
+    "Document": "artifacts",
     "EvstoreError": "errors",
     "Faults": "errors",
-    "IngestReport": "ingest",
+    "IngestReport": "artifacts",
     "InputError": "errors",
     "JSONFormError": "errors",
     "NotFound": "errors",
@@ -66,11 +70,15 @@ _SOURCES: dict[str, str] = {
     "digest_bytes": "digests",
     "dumps": "canonical",
     "error": "errors",
+    "fragment_scope": "fragment_rules:scope_from_parts",
     "init": "api",
     "known_kinds": "kinds",
     "loads": "canonical",
+    "manifest_address": "manifest_rules",
     "migrate": "api",
+    "normalize_uuid": "package_rules",
     "open": "api",
+    "package_context_size": "package_context:context_size",
     "parse_ref": "refs",
 }
 
@@ -97,11 +105,15 @@ __all__ = [
     "digest_bytes",
     "dumps",
     "error",
+    "fragment_scope",
     "init",
     "known_kinds",
     "loads",
+    "manifest_address",
     "migrate",
+    "normalize_uuid",
     "open",
+    "package_context_size",
     "parse_ref",
 ]
 
@@ -111,7 +123,8 @@ def __getattr__(name: str) -> Any:
     source = _SOURCES.get(name)
     if source is None:
         raise AttributeError(f"module 'evstore' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{source}"), name)
+    module, _, attr = source.partition(":")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attr or name)
     globals()[name] = value
     return value
 

@@ -30,6 +30,8 @@ import sqlalchemy as sa
 from . import blobs as _blobs
 from .artifacts import (
     ArtifactInfo,
+    Document,
+    IngestReport,
     all_warnings,
     artifact_kinds,
     find_artifacts,
@@ -43,7 +45,7 @@ from .db import Database, translate
 from .digests import Digest, blake3_hex
 from .digests import digest_bytes as digest_from
 from .errors import EvstoreError, NotFound, error
-from .ingest import Document, IngestReport, ingest_documents, validate_documents
+from .ingest import ingest_documents, validate_documents
 from .kinds import check_kind
 from .refs import parse_ref
 from .settings import (
@@ -54,7 +56,7 @@ from .settings import (
 )
 from .txn import Txn
 
-__all__ = ["Document", "IngestReport", "Store", "init", "migrate", "open", "schema_revisions"]
+__all__ = ["Store", "init", "migrate", "open", "schema_revisions"]
 
 
 @dataclass(frozen=True)
@@ -318,14 +320,23 @@ class Store:
             return _blobs.read_verified(conn, self._resolve(conn, ref))
 
     def _get_inline(self, address: str) -> bytes | None:
-        """Point lookup of an inline blob by address: one statement on a pooled driver
-        connection, verified exactly as every read is. None sends the caller to the general
-        path (chunked blob, missing blob). One SELECT needs no explicit transaction.
+        """Point lookup of an inline blob by address, verified exactly as every read is.
+
+        One statement on a pooled driver connection (one SELECT needs no explicit
+        transaction). None sends the caller to the general path (chunked blob, missing blob).
+
+        Database errors (those :func:`evstore.db.classify` understands) also answer None:
+        the general path meets them again inside the error boundary, which maps them to
+        their ``store.*`` code. The raw connection is then invalidated, so a broken driver
+        connection never goes back to the pool.
         """
+        from .db import database_errors
+
         mark = "?" if self.db.backend == "sqlite" else "%s"
+        db_errors = database_errors()
         try:
             raw = self.db.engine.raw_connection()
-        except sa.exc.SQLAlchemyError:
+        except db_errors:
             return None  # the general path reports the error
         try:
             driver = raw.driver_connection
@@ -335,7 +346,8 @@ class Store:
             try:
                 cur = raw.cursor()
                 cur.execute(
-                    f"SELECT address, sha256, size, chunk_set, data FROM blobs WHERE address = {mark}",
+                    "SELECT address, sha256, size, chunk_set, data FROM blobs"
+                    f" WHERE address = {mark}",
                     (address,),
                 )
                 r = cur.fetchone()
@@ -343,7 +355,8 @@ class Store:
             finally:
                 if pg:
                     driver.autocommit = False  # type: ignore[union-attr]
-        except Exception:  # noqa: BLE001 - any driver trouble: the general path reports it
+        except db_errors:
+            raw.invalidate()  # the general path reports the error
             return None
         finally:
             raw.close()

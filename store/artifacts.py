@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 
 from .blobs import insert_ignore, put_many
 from .digests import Digest
+from .errors import EvstoreError
 from .tables import artifacts, attrs, blobs, edges, warnings
 
 _IN_BATCH = 500
@@ -25,6 +26,8 @@ _IN_BATCH = 500
 __all__ = [
     "ArtifactInfo",
     "ArtifactResult",
+    "Document",
+    "IngestReport",
     "Warning_",
     "all_warnings",
     "artifact_kinds",
@@ -333,3 +336,44 @@ def all_warnings(conn: Connection) -> list[dict[str, str]]:
         }
         for r in rows
     ]
+
+
+@dataclass(frozen=True)
+class Document:
+    """One JSON input: ``data`` (raw bytes, as read), its ``name`` (a path or "-") and ``kind``.
+
+    ``kind`` None means detect it (docs/kinds.md).
+    """
+
+    data: bytes
+    name: str = "-"
+    kind: str | None = None
+
+
+@dataclass
+class IngestReport:
+    """The result of :meth:`Store.ingest` / :meth:`Store.validate`.
+
+    Attributes:
+        results: one :class:`ArtifactResult` per stored artifact, in input order.
+        faults: every fault found (validate only; ingest raises the first instead).
+        documents: how many documents were read.
+    """
+
+    results: list[ArtifactResult] = field(default_factory=list)
+    faults: list[EvstoreError] = field(default_factory=list)
+    documents: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """True when no fault was found."""
+        return not self.faults
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "ok": self.ok,
+            "documents": self.documents,
+            "artifacts": [r.to_dict() for r in self.results],
+            "faults": [f.to_dict() for f in self.faults],
+        }

@@ -5,18 +5,21 @@ wrong state is an :class:`EvstoreError`. Programs catch the family class; script
 tests and people read ``code``, a stable dotted string documented in
 ``docs/errors.md``::
 
-    EvstoreError            code, message, rule (contract section), pointer (RFC 6901)
-    |- InputError           the caller's bytes or arguments are wrong; the store is untouched
-    |  |- RefSyntaxError    a content ref outside the accepted forms          (ref.syntax)
-    |  |- JSONFormError     strict reader faults                              (json.*)
-    |  |- ContractError     a contract rule fails                             (fragment.*, manifest.*, ...)
-    |  |- BindingConflict   a write-time binding is violated                  (binding.*, *.scope-reuse, ...)
-    |- NotFound             no object for that ref                            (not-found.*)
-    |- CorruptionError      stored bytes do not match their address           (corruption.*)
-    |- StoreStateError      missing store, schema behind/ahead, backend down  (store.*)
+    EvstoreError          code, message, rule (contract section), pointer (RFC 6901)
+    |- InputError         the caller's bytes or arguments are wrong     (input.*, kind.*, ...)
+    |  |- RefSyntaxError  a content ref outside the accepted forms      (ref.syntax)
+    |  |- JSONFormError   strict reader faults                          (json.*)
+    |  |- ContractError   a contract rule fails                         (fragment.*, ...)
+    |  |- BindingConflict a write-time binding is violated              (*.scope-reuse, ...)
+    |- NotFound           no object for that ref                        (not-found.*)
+    |- CorruptionError    stored bytes do not match their address       (corruption.*)
+    |- StoreStateError    missing store, schema behind/ahead, busy, ... (store.*)
 
-Leaf classes for a contract live next to the code that raises them; each still
-descends from a family here. API misuse (wrong Python types, a closed Store) stays a
+Contract leaf classes (FragmentError, ManifestBindingError, ...) sit under ContractError and
+BindingConflict. Every code is a row of :data:`CODES` (family, default rule, meaning), and
+:func:`error` is the one builder: the code decides the class.
+
+API misuse (wrong Python types, a closed Store) stays a
 TypeError/ValueError/RuntimeError and is not an EvstoreError.
 """
 
@@ -61,7 +64,10 @@ def escape_pointer(token: str | int) -> str:
 
 
 def join_pointer(base: str, *tokens: str | int) -> str:
-    """Append reference tokens to a JSON Pointer: ``join_pointer("/a", "b/c", 0) == "/a/b~1c/0"``."""
+    """Append reference tokens to a JSON Pointer (RFC 6901).
+
+    ``join_pointer("/a", "b/c", 0) == "/a/b~1c/0"``.
+    """
     # Called for every member that validation visits: keep the common case cheap.
     out = base
     for token in tokens:
@@ -107,7 +113,7 @@ class EvstoreError(Exception):
         self.details = details or {}
 
     def to_dict(self) -> dict[str, Any]:
-        """The error as a JSON-ready dict: family, code, message, rule, pointer (and path, details)."""
+        """The error as a JSON-ready dict: family, code, message, rule, pointer, path, details."""
         out: dict[str, Any] = {
             "family": self.family,
             "code": self.code,
@@ -238,766 +244,360 @@ class Code:
     meaning: str
 
 
-def _c(code: str, family: str, rule: str, meaning: str) -> Code:
-    return Code(code, family, rule, meaning)
-
-
 #: Every code evstore raises, with its family, default rule and meaning. docs/errors.md is
 #: generated from this table, and a test checks that every code raised in store/ and cli/ is
 #: here.
-_TABLE: tuple[Code, ...] = (
-    # -- errors --------------------------------------------------------------------------
-    _c("ref.syntax", "input", "", "a content ref is not one of the four accepted forms"),
-    _c("json.bom", "input", "", "a UTF-8 byte-order mark precedes the JSON text"),
-    _c("json.utf8", "input", "", "the input is not valid UTF-8"),
-    _c("json.syntax", "input", "", "the input is not JSON (or has trailing data)"),
-    _c("json.duplicate-key", "input", "", "a member name appears twice in one object"),
-    _c("json.non-finite", "input", "", "NaN or Infinity, or a number that overflows a double"),
-    _c("json.surrogate", "input", "", "a string or member name holds a lone surrogate"),
-    _c(
-        "json.int-range",
-        "input",
-        "",
-        "an integer beyond +-(2**53-1), or a number canonically read back as one",
-    ),
-    _c("json.depth", "input", "", "nesting deeper than the reader's limit (128)"),
-    _c(
-        "input.invalid",
-        "input",
-        "",
-        "an argument or input value is not acceptable (the message says which)",
-    ),
-    _c("input.unreadable", "input", "", "an input file cannot be read"),
-    _c(
-        "input.unused-content",
-        "input",
-        "",
-        "bytes supplied with the command (--content, --source) are used by no document",
-    ),
-    _c(
-        "input.unused-option",
-        "input",
-        "",
-        "an option was given that no document of the command uses",
-    ),
-    _c("input.argument-encoding", "input", "", "a command-line argument is not valid UTF-8"),
-    _c("output.unwritable", "input", "", "the output file cannot be written"),
-    _c(
-        "corruption.row",
-        "corruption",
-        "",
-        "a stored row is malformed (wrong type or value); its bytes are not served",
-    ),
-    _c(
-        "corruption.setting",
-        "corruption",
-        "",
-        "a stored setting is not valid JSON of its declared type",
-    ),
-    _c(
-        "json.number-range",
-        "input",
-        "",
-        "a non-zero number that underflows to zero (it would not round-trip)",
-    ),
-    _c("kind.unknown", "input", "", "no such artifact kind"),
-    _c("config.unknown", "input", "", "no such setting"),
-    _c("config.value", "input", "", "a setting value of the wrong type"),
-    _c("not-found.blob", "not-found", "", "no stored blob for that content ref"),
-    _c("not-found.artifact", "not-found", "", "no artifact matches the query"),
-    _c(
-        "corruption.digest",
-        "corruption",
-        "",
-        "stored bytes do not hash to their address; never served",
-    ),
-    _c(
-        "corruption.size",
-        "corruption",
-        "",
-        "stored bytes have another length than recorded; never served",
-    ),
-    _c(
-        "corruption.sha256-index",
-        "corruption",
-        "",
-        "the SHA-256 recorded for a blob does not match its bytes",
-    ),
-    _c(
-        "check.not-canonical",
-        "corruption",
-        "",
-        "a stored artifact's bytes are not in canonical form",
-    ),
-    _c("check.artifact-without-blob", "corruption", "", "an artifact index row has no blob"),
-    _c("store.missing", "store", "", "no store at that URL (create one with evstore init)"),
-    _c(
-        "store.schema-behind",
-        "store",
-        "",
-        "the store's schema is older than the code (run evstore migrate)",
-    ),
-    _c("store.schema-ahead", "store", "", "the store's schema is newer than the code"),
-    _c("store.url", "store", "", "the store URL cannot be used"),
-    _c("store.unreachable", "store", "", "the database cannot be reached"),
-    _c("store.busy", "store", "", "the database stayed locked after retries"),
-    _c(
-        "store.kind-unavailable",
-        "store",
-        "",
-        "the handler of a kind cannot be loaded in this installation (a dependency is missing)",
-    ),
-    _c("store.database", "store", "", "another database error"),
-    # -- fragments -----------------------------------------------------------------------
-    _c(
-        "fragment.shape",
-        "contract",
-        "templiqx-evidence-fragment-v1alpha1#fragment-shape",
-        "a fragment (or source record, or eval output) is not an object, misses a required member, or has a member of the wrong type",
-    ),
-    _c(
-        "fragment.range",
-        "contract",
-        "templiqx-evidence-fragment-v1alpha1#offset-and-digest-invariants",
-        "start_offset < 0, end_offset <= start_offset (empty or reversed range), or end_offset beyond the content length in bytes",
-    ),
-    _c(
-        "fragment.boundary",
-        "contract",
-        "templiqx-evidence-fragment-v1alpha1#offset-and-digest-invariants",
-        "an offset falls inside a UTF-8 character, or the quoted bytes are not well-formed UTF-8",
-    ),
-    _c(
-        "fragment.quote-mismatch",
-        "contract",
-        "templiqx-evidence-fragment-v1alpha1#offset-and-digest-invariants",
-        "quote_sha256 is not the SHA-256 of the bytes in [start_offset, end_offset)",
-    ),
-    _c(
-        "fragment.content-mismatch",
-        "contract",
-        "templiqx-evidence-fragment-v1alpha1#offset-and-digest-invariants",
-        "content_sha256 names bytes other than the selected content version",
-    ),
-    _c(
-        "fragment.unknown-content",
-        "binding",
-        "templiqx-evidence-fragment-v1alpha1#offset-and-digest-invariants",
-        "no source content is registered (or supplied) for the fragment's (document_id, fragment_id), or a source record's bytes are absent",
-    ),
-    _c(
-        "fragment.ambiguous-content",
-        "binding",
-        "templiqx-evidence-fragment-v1alpha1#offset-and-digest-invariants",
-        "the pair has several content versions and neither content_sha256 nor a revision extension selects one",
-    ),
-    _c(
-        "fragment.digest-format",
-        "contract",
-        "templiqx-evidence-fragment-v1alpha1#fragment-shape",
-        "quote_sha256 or content_sha256 is not 64 lowercase hex (uppercase, sha256:-prefixed, wrong length)",
-    ),
-    _c(
-        "fragment.scope-incomplete",
-        "contract",
-        "templiqx-evidence-fragment-v1alpha1#host-scope-metadata",
-        "scope is not exactly host_id, tenant_id and authorization_scope_id, each a non-empty string",
-    ),
-    _c(
-        "fragment.scope-reuse",
-        "binding",
-        "templiqx-evidence-fragment-v1alpha1#host-scope-metadata",
-        "the fragment identity is bound to another scope (or to a scope while this write has none), or the fragment's scope differs from the ingest's",
-    ),
-    _c(
-        "fragment.revision-mismatch",
-        "binding",
-        "templiqx-evidence-fragment-v1alpha1#document-revision-checksum-extension",
-        "a revision checksum is bound to another document_id or another content version, or disagrees with content_sha256",
-    ),
-    _c(
-        "fragment.unknown-revision",
-        "binding",
-        "templiqx-evidence-fragment-v1alpha1#document-revision-checksum-extension",
-        "a revision checksum (or its fragment_id) is not known to the store",
-    ),
-    _c(
-        "fragment.revision-format",
-        "contract",
-        "templiqx-evidence-fragment-v1alpha1#document-revision-checksum-extension",
-        "a configured revision extension is not an object with revision_checksum as 64 lowercase hex",
-    ),
-    _c(
-        "fragment.source-encoding",
-        "contract",
-        "templiqx-evidence-fragment-v1alpha1#offset-and-digest-invariants",
-        "registered source bytes are not well-formed UTF-8 (the contract measures offsets over UTF-8)",
-    ),
-    _c("not-found.fragment", "not-found", "", "the ref names no stored fragment artifact"),
-    # -- manifests -----------------------------------------------------------------------
-    _c(
-        "manifest.schema",
-        "contract",
-        "orbidocs-corpus-passage-evidence-manifest-v1#fields",
-        "the manifest breaks evstore's JSON Schema for orbidocs v1 (shape, pattern, bound, enum, missing or unexpected member)",
-    ),
-    _c(
-        "manifest.rule-1",
-        "contract",
-        "orbidocs-corpus-passage-evidence-manifest-v1#rule-1",
-        "projection revision 1 with no item or with a phase (contract Rule 1)",
-    ),
-    _c(
-        "manifest.phase-missing",
-        "contract",
-        "orbidocs-corpus-passage-evidence-manifest-v1#phase",
-        "projection revision 2 without a phase object",
-    ),
-    _c(
-        "manifest.phase-unverifiable",
-        "contract",
-        "orbidocs-corpus-passage-evidence-manifest-v1#phase",
-        "projection revision 2: the phase schema is not public, so the phase cannot be verified (a warning when manifests.accept_unverified_phase is on)",
-    ),
-    _c(
-        "manifest.item-required-excluded",
-        "contract",
-        "orbidocs-corpus-passage-evidence-manifest-v1#items",
-        "a required item is not included",
-    ),
-    _c(
-        "manifest.item-omitted-reason",
-        "contract",
-        "orbidocs-corpus-passage-evidence-manifest-v1#items",
-        "an item left out (included: false) names no omitted/reason",
-    ),
-    _c(
-        "manifest.item-included-reason",
-        "contract",
-        "orbidocs-corpus-passage-evidence-manifest-v1#items",
-        "an included item carries omitted/reason",
-    ),
-    _c(
-        "manifest.item-artifact-execution",
-        "contract",
-        "orbidocs-corpus-passage-evidence-manifest-v1#items",
-        "an artifact item names no execution/ref",
-    ),
-    _c(
-        "manifest.ref-not-exact",
-        "contract",
-        "orbidocs-corpus-passage-evidence-manifest-v1#items",
-        "a ref has a ':'-separated segment 'latest'",
-    ),
-    _c(
-        "manifest.review-target",
-        "contract",
-        "orbidocs-corpus-passage-evidence-manifest-v1#review-target",
-        "review/target's candidate/digest names no required, included candidate item",
-    ),
-    _c(
-        "manifest.self-address",
-        "contract",
-        "contracts/README#corpus-passage-evidence-manifests-orbidocs",
-        "manifest/ref differs from the SHA-256 of the manifest's RFC 8785 form without it",
-    ),
-    _c(
-        "manifest.content-missing",
-        "binding",
-        "orbidocs-corpus-passage-evidence-manifest-v1#content-ref",
-        "the rendered content is neither stored nor supplied with the command",
-    ),
-    _c(
-        "manifest.content-digest",
-        "binding",
-        "orbidocs-corpus-passage-evidence-manifest-v1#content-digest",
-        "the rendered content's SHA-256 is not content/digest (or content/digest is not a canonical SHA-256)",
-    ),
-    _c(
-        "manifest.content-size",
-        "binding",
-        "orbidocs-corpus-passage-evidence-manifest-v1#content-size-bytes",
-        "the rendered content's length in bytes is not content/size-bytes",
-    ),
-    _c(
-        "manifest.content-over-limit",
-        "binding",
-        "orbidocs-corpus-passage-evidence-manifest-v1#bytes-max",
-        "the rendered content is longer than bytes/max (never truncated)",
-    ),
-    _c(
-        "manifest.ref-digest",
-        "binding",
-        "orbidocs-corpus-passage-evidence-manifest-v1#items",
-        "a ref whose text carries sha256:X has a digest other than sha256:X",
-    ),
-    _c(
-        "manifest.ref-rebound",
-        "binding",
-        "orbidocs-corpus-passage-evidence-manifest-v1#items",
-        "the ref is already bound to another digest (an earlier manifest or item)",
-    ),
-    _c(
-        "manifest.content-edge",
-        "corruption",
-        "orbidocs-corpus-passage-evidence-manifest-v1#content-ref",
-        "(check) a stored manifest has no content edge to its rendered content",
-    ),
-    # -- packages ------------------------------------------------------------------------
-    _c(
-        "package.schema",
-        "contract",
-        "insonic-answer-evidence-1.3.0#",
-        "the package breaks a structural rule of the schema",
-    ),
-    _c(
-        "request.schema",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/request",
-        "the request breaks a structural rule of the schema",
-    ),
-    _c(
-        "envelope.schema",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/envelope",
-        "the answer envelope breaks a structural rule of the schema (claims included)",
-    ),
-    _c(
-        "package.item-id-duplicate",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/item/properties/id",
-        "two items share one id",
-    ),
-    _c(
-        "package.conflict-unknown-evidence",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/conflict/properties/evidence_ids",
-        "a conflict names an evidence id that is not an item of the package",
-    ),
-    _c(
-        "package.node-source-unknown",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/contextNode/properties/sources",
-        "a context node names a source that is not an item of the package",
-    ),
-    _c(
-        "package.node-id-duplicate",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/contextNode/properties/id",
-        "two context nodes share one id",
-    ),
-    _c(
-        "package.node-parent-unknown",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/contextNode/properties/parent",
-        "a context node's parent names no node of the context",
-    ),
-    _c(
-        "package.node-parent-cycle",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/contextNode/properties/parent",
-        "context node parents form a cycle (a node that is its own parent included)",
-    ),
-    _c(
-        "package.node-text-level",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/contextNode",
-        "a context node that is not cue-level carries text",
-    ),
-    _c(
-        "package.node-text-sources",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/contextNode/properties/text",
-        "a cue node with text does not have exactly one source",
-    ),
-    _c(
-        "package.node-text-prefix",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/contextNode/properties/text",
-        "a cue node's text is not a prefix of its source item's text",
-    ),
-    _c(
-        "package.interval-order",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/interval/properties/end_us",
-        "a source interval in the package does not end after it starts",
-    ),
-    _c(
-        "package.context-question",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/context/properties/question",
-        "context.question differs from request.question",
-    ),
-    _c(
-        "package.context-omitted",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/context/properties/omitted",
-        "context.omitted exceeds the number of items",
-    ),
-    _c(
-        "package.item-budget",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/budget/properties/items",
-        "the package has more items than the request's effective item budget",
-    ),
-    _c(
-        "package.independent-families",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/properties/independent_families",
-        "independent_families exceeds the number of distinct item families",
-    ),
-    _c(
-        "package.context-bytes",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/context/properties/bytes",
-        "context.bytes is not the UTF-8 size of the compact context JSON (warning unless strict)",
-    ),
-    _c(
-        "package.context-tokens",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/context/properties/tokens",
-        "context.tokens differs from context.bytes under utf8-byte-upper-bound (warning unless strict)",
-    ),
-    _c(
-        "request.interval-order",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/interval/properties/end_us",
-        "the request's source interval does not end after it starts",
-    ),
-    _c(
-        "envelope.interval-order",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/interval/properties/end_us",
-        "a citation's source interval does not end after it starts",
-    ),
-    _c(
-        "envelope.package-mismatch",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/envelope/properties/package_id",
-        "the envelope's package_id is not the id of the package it is checked against",
-    ),
-    _c(
-        "envelope.citation-unknown-evidence",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/citation/properties/evidence_id",
-        "a citation names an evidence id that is not an item of the package",
-    ),
-    _c(
-        "envelope.citation-quote",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/citation/properties/quote",
-        "a citation's quote is not an exact substring of the cited item's text",
-    ),
-    _c(
-        "envelope.citation-reference",
-        "contract",
-        "insonic-answer-evidence-1.3.0#/$defs/citation/properties/reference",
-        "a citation's reference differs from the cited item's reference",
-    ),
-    _c(
-        "package.revision-conflict",
-        "binding",
-        "insonic-answer-evidence-1.3.0#/$defs/reference/properties/recording_revision",
-        "one (workspace_id, recording_id, recording_revision) is bound to other digests (by another item of the package, or by an earlier accepted package)",
-    ),
-    _c(
-        "package.id-reuse",
-        "binding",
-        "insonic-answer-evidence-1.3.0#/properties/id",
-        "a different package is already stored under this package id",
-    ),
-    _c(
-        "package.binding-missing",
-        "corruption",
-        "insonic-answer-evidence-1.3.0#/$defs/reference/properties/recording_revision",
-        "(check) a stored package's id or recording revision binding row is missing",
-    ),
-    _c(
-        "envelope.package-edge",
-        "corruption",
-        "insonic-answer-evidence-1.3.0#/$defs/envelope/properties/package_id",
-        "(check) a stored envelope has no package edge to the package it cites",
-    ),
-    _c(
-        "envelope.unknown-package",
-        "binding",
-        "insonic-answer-evidence-1.3.0#/$defs/envelope/properties/package_id",
-        "the envelope's package_id names no stored package",
-    ),
-    # -- contexts ------------------------------------------------------------------------
-    _c(
-        "context.descriptor-shape",
-        "contract",
-        "notarius-evidence-context-v1#identity-and-discovery",
-        "descriptor not an object, or a member outside DESCRIPTOR_KEYS",
-    ),
-    _c(
-        "context.descriptor-kind",
-        "contract",
-        "notarius-evidence-context-v1#identity-and-discovery",
-        "descriptor artifact_kind missing or not the contract's",
-    ),
-    _c(
-        "context.descriptor-media-type",
-        "contract",
-        "notarius-evidence-context-v1#identity-and-discovery",
-        "descriptor media_type missing or not the contract's",
-    ),
-    _c(
-        "context.descriptor-schema-id",
-        "contract",
-        "notarius-evidence-context-v1#identity-and-discovery",
-        "descriptor schema_id missing or not the contract's",
-    ),
-    _c(
-        "context.descriptor-schema-name",
-        "contract",
-        "notarius-evidence-context-v1#identity-and-discovery",
-        "descriptor schema_name missing or not the contract's",
-    ),
-    _c(
-        "context.unsupported-version",
-        "contract",
-        "notarius-evidence-context-v1#identity-and-discovery",
-        "descriptor schema_version missing or not v1 (only v1 decodes)",
-    ),
-    _c(
-        "context.descriptor-logical-file",
-        "contract",
-        "notarius-evidence-context-v1#identity-and-discovery",
-        "descriptor logical_file missing or not the contract's",
-    ),
-    _c(
-        "context.logical-file-missing",
-        "contract",
-        "notarius-evidence-context-v1#identity-and-discovery",
-        "the descriptor's logical file is not in the bundle",
-    ),
-    _c(
-        "context.payload-not-array",
-        "contract",
-        "notarius-evidence-context-v1#payload",
-        "payload or source document is not a top-level JSON array",
-    ),
-    _c(
-        "context.unit-shape",
-        "contract",
-        "notarius-evidence-context-v1#payload",
-        "unit not an object, a required member missing, or an unknown member",
-    ),
-    _c(
-        "context.unit-id",
-        "contract",
-        "notarius-evidence-context-v1#payload",
-        "unit id not a JSON integer within +-(2^53-1) (no bool, no fraction)",
-    ),
-    _c(
-        "context.unit-kind",
-        "contract",
-        "notarius-evidence-context-v1#payload",
-        "unit kind not a non-empty string",
-    ),
-    _c(
-        "context.unit-text",
-        "contract",
-        "notarius-evidence-context-v1#payload",
-        "unit text not a string",
-    ),
-    _c(
-        "context.unit-metadata",
-        "contract",
-        "notarius-evidence-context-v1#payload",
-        "unit metadata present but not a JSON object",
-    ),
-    _c(
-        "context.ref-shape",
-        "contract",
-        "notarius-evidence-context-v1#payload",
-        "ref not an object of exactly source_id, start_unit_id, end_unit_id",
-    ),
-    _c(
-        "context.ref-source-id",
-        "contract",
-        "notarius-evidence-context-v1#payload",
-        "ref source_id not a non-empty string",
-    ),
-    _c(
-        "context.self-ref",
-        "contract",
-        "notarius-evidence-context-v1#payload",
-        "ref start_unit_id or end_unit_id is not the unit's own id",
-    ),
-    _c(
-        "context.source-mixed",
-        "contract",
-        "notarius-evidence-context-v1#payload",
-        "a unit's source_id differs from the excerpt's first source_id",
-    ),
-    _c(
-        "context.unit-duplicate",
-        "contract",
-        "notarius-evidence-context-v1#payload",
-        "a unit id occurs twice (each unit at most once)",
-    ),
-    _c(
-        "context.source-mismatch",
-        "contract",
-        "notarius-evidence-context-v1#payload",
-        "unit differs from the source document's unit, or another source",
-    ),
-    _c(
-        "context.source-order",
-        "contract",
-        "notarius-evidence-context-v1#selection-and-citations",
-        "units not in the source document's position order",
-    ),
-    _c(
-        "context.unit-unknown",
-        "contract",
-        "notarius-evidence-context-v1#selection-and-citations",
-        "a unit id that the source document does not contain",
-    ),
-    _c(
-        "context.range-unknown",
-        "contract",
-        "notarius-evidence-context-v1#selection-and-citations",
-        "an excerpt range endpoint is not a unit id of the source document",
-    ),
-    _c(
-        "context.range-order",
-        "contract",
-        "notarius-evidence-context-v1#selection-and-citations",
-        "an excerpt range starts after its end in source position order",
-    ),
-    _c(
-        "context.kind-ambiguous",
-        "contract",
-        "docs/bundle.md#generic-source-documents",
-        "an array of source units given without --kind (two kinds fit)",
-    ),
-    _c(
-        "not-found.source-document",
-        "not-found",
-        "",
-        "the ref names no stored source-document artifact",
-    ),
-    # -- runs ----------------------------------------------------------------------------
-    _c(
-        "bundle.unreadable",
-        "contract",
-        "docs/bundle.md#indexjson",
-        "the bundle directory or one of its files cannot be read",
-    ),
-    _c(
-        "bundle.index-missing",
-        "contract",
-        "docs/bundle.md#indexjson",
-        "the bundle has no regular index.json",
-    ),
-    _c(
-        "bundle.index-shape",
-        "contract",
-        "docs/bundle.md#indexjson",
-        "index.json is not an object of descriptors (six strings each)",
-    ),
-    _c(
-        "bundle.path-unsafe",
-        "contract",
-        "docs/bundle.md#indexjson",
-        "a logical file is absolute, has '..'/'.'/empty segments or a backslash, names index.json, or resolves outside the bundle",
-    ),
-    _c(
-        "bundle.file-missing",
-        "contract",
-        "docs/bundle.md#indexjson",
-        "a logical file named by a descriptor is not a regular file",
-    ),
-    _c(
-        "bundle.file-duplicate",
-        "contract",
-        "docs/bundle.md#indexjson",
-        "two descriptors name one logical file",
-    ),
-    _c(
-        "bundle.descriptor-mismatch",
-        "contract",
-        "docs/bundle.md#indexjson",
-        "a known artifact_kind with other fixed descriptor values",
-    ),
-    _c(
-        "bundle.descriptor-misplaced",
-        "contract",
-        "docs/bundle.md#indexjson",
-        "the evidence-context descriptor under a name other than evidence_context",
-    ),
-    _c(
-        "bundle.source-ambiguous",
-        "contract",
-        "docs/bundle.md#indexjson",
-        "two source documents in the bundle carry the excerpt's source_id",
-    ),
-    _c(
-        "run.record-shape",
-        "contract",
-        "docs/bundle.md#the-run-record",
-        "a run record is not the documented tree",
-    ),
-    _c(
-        "run.missing-object",
-        "contract",
-        "docs/bundle.md#the-run-record",
-        "a blob or artifact a run record names is not stored",
-    ),
-    # -- log (store/merkle.py, store/checkpoint.py) -------------------------------------
-    _c(
-        "log.range",
-        "input",
-        "RFC 9162 section 2.1",
-        "a proof was asked for an index or tree size outside the log",
-    ),
-    _c(
-        "checkpoint.malformed",
-        "input",
-        "c2sp.org/tlog-checkpoint",
-        "a checkpoint or signed note is not in the C2SP format",
-    ),
-    _c(
-        "checkpoint.unsigned",
-        "input",
-        "c2sp.org/signed-note",
-        "no signature line of the trusted key signs the note",
-    ),
-    _c(
-        "checkpoint.signature",
-        "input",
-        "c2sp.org/signed-note",
-        "a signature line of the trusted key does not verify",
-    ),
-    _c(
-        "checkpoint.origin",
-        "input",
-        "c2sp.org/tlog-checkpoint",
-        "the checkpoint names another log (origin line)",
-    ),
-    _c(
-        "checkpoint.key",
-        "input",
-        "c2sp.org/signed-note",
-        "a verifier or private key is malformed, or its file is readable by others",
-    ),
-    _c(
-        "tlog-proof.malformed",
-        "input",
-        "c2sp.org/tlog-proof",
-        "a proof file is not in the C2SP tlog-proof format",
-    ),
-    _c(
-        "tlog-proof.inclusion",
-        "input",
-        "RFC 9162 section 2.1.3.2",
-        "the inclusion proof does not lead to the checkpoint root",
-    ),
-)
+# Contract sections of the notarius and bundle rows (several codes each).
+_NOTARIUS_DISCOVERY = "notarius-evidence-context-v1#identity-and-discovery"
+_NOTARIUS_PAYLOAD = "notarius-evidence-context-v1#payload"
+_NOTARIUS_SELECTION = "notarius-evidence-context-v1#selection-and-citations"
+_SOURCE_DOCUMENT = "docs/bundle.md#generic-source-documents"
+_BUNDLE_LAYOUT = "docs/bundle.md#indexjson"
+_RUN_RECORD = "docs/bundle.md#the-run-record"
+
+# fmt: off
+_TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
+    # (code, family, default rule, meaning)
+    # -- core: references, JSON form, inputs, settings, kinds
+    ("ref.syntax", "input", "", "a content ref is not one of the four accepted forms"),
+    ("json.bom", "input", "", "a UTF-8 byte-order mark precedes the JSON text"),
+    ("json.utf8", "input", "", "the input is not valid UTF-8"),
+    ("json.syntax", "input", "", "the input is not JSON (or has trailing data)"),
+    ("json.duplicate-key", "input", "", "a member name appears twice in one object"),
+    ("json.non-finite", "input", "", "NaN or Infinity, or a number that overflows a double"),
+    ("json.surrogate", "input", "", "a string or member name holds a lone surrogate"),
+    ("json.int-range", "input", "",
+     "an integer beyond +-(2**53-1), or a number canonically read back as one"),
+    ("json.depth", "input", "", "nesting deeper than the reader's limit (128)"),
+    ("input.invalid", "input", "",
+     "an argument or input value is not acceptable (the message says which)"),
+    ("input.unreadable", "input", "", "an input file cannot be read"),
+    ("input.unused-content", "input", "",
+     "bytes supplied with the command (--content, --source) are used by no document"),
+    ("input.unused-option", "input", "",
+     "an option was given that no document of the command uses"),
+    ("input.argument-encoding", "input", "", "a command-line argument is not valid UTF-8"),
+    ("output.unwritable", "input", "", "the output file cannot be written"),
+    ("json.number-range", "input", "",
+     "a non-zero number that underflows to zero (it would not round-trip)"),
+    ("kind.unknown", "input", "", "no such artifact kind"),
+    ("config.unknown", "input", "", "no such setting"),
+    ("config.value", "input", "", "a setting value of the wrong type"),
+    # -- objects not found
+    ("not-found.blob", "not-found", "", "no stored blob for that content ref"),
+    ("not-found.artifact", "not-found", "", "no artifact matches the query"),
+    ("not-found.fragment", "not-found", "", "the ref names no stored fragment artifact"),
+    ("not-found.source-document", "not-found", "",
+     "the ref names no stored source-document artifact"),
+    # -- stored bytes and rows
+    ("corruption.row", "corruption", "",
+     "a stored row is malformed (wrong type or value); its bytes are not served"),
+    ("corruption.setting", "corruption", "",
+     "a stored setting is not valid JSON of its declared type"),
+    ("corruption.digest", "corruption", "",
+     "stored bytes do not hash to their address; never served"),
+    ("corruption.size", "corruption", "",
+     "stored bytes have another length than recorded; never served"),
+    ("corruption.sha256-index", "corruption", "",
+     "the SHA-256 recorded for a blob does not match its bytes"),
+    ("check.not-canonical", "corruption", "",
+     "a stored artifact's bytes are not in canonical form"),
+    ("check.artifact-without-blob", "corruption", "", "an artifact index row has no blob"),
+    # -- the store and its database
+    ("store.missing", "store", "", "no store at that URL (create one with evstore init)"),
+    ("store.schema-behind", "store", "",
+     "the store's schema is older than the code (run evstore migrate)"),
+    ("store.schema-ahead", "store", "", "the store's schema is newer than the code"),
+    ("store.url", "store", "", "the store URL cannot be used"),
+    ("store.unreachable", "store", "", "the database cannot be reached"),
+    ("store.busy", "store", "", "the database stayed locked after retries"),
+    ("store.timeout", "store", "",
+     "a statement ran past the database's time limit (PostgreSQL statement_timeout)"),
+    ("store.full", "store", "", "the disk or file system holding the store is full"),
+    ("store.read-only", "store", "",
+     "the store cannot be written (a read-only file, folder, mount or transaction)"),
+    ("store.kind-unavailable", "store", "",
+     "the handler of a kind cannot be loaded in this installation (a dependency is missing)"),
+    ("store.database", "store", "", "another database error"),
+    # -- templiqx v1alpha1 evidence fragments
+    ("fragment.shape", "contract", "templiqx-evidence-fragment-v1alpha1#fragment-shape",
+     "a fragment (or source record, or eval output) is not an object, misses a required "
+     "member, or has a member of the wrong type"),
+    ("fragment.range", "contract",
+     "templiqx-evidence-fragment-v1alpha1#offset-and-digest-invariants",
+     "start_offset < 0, end_offset <= start_offset (empty or reversed range), or end_offset "
+     "beyond the content length in bytes"),
+    ("fragment.boundary", "contract",
+     "templiqx-evidence-fragment-v1alpha1#offset-and-digest-invariants",
+     "an offset falls inside a UTF-8 character, or the quoted bytes are not well-formed UTF-8"),
+    ("fragment.quote-mismatch", "contract",
+     "templiqx-evidence-fragment-v1alpha1#offset-and-digest-invariants",
+     "quote_sha256 is not the SHA-256 of the bytes in [start_offset, end_offset)"),
+    ("fragment.content-mismatch", "contract",
+     "templiqx-evidence-fragment-v1alpha1#offset-and-digest-invariants",
+     "content_sha256 names bytes other than the selected content version"),
+    ("fragment.unknown-content", "binding",
+     "templiqx-evidence-fragment-v1alpha1#offset-and-digest-invariants",
+     "no source content is registered (or supplied) for the fragment's (document_id, "
+     "fragment_id), or a source record's bytes are absent"),
+    ("fragment.ambiguous-content", "binding",
+     "templiqx-evidence-fragment-v1alpha1#offset-and-digest-invariants",
+     "the pair has several content versions and neither content_sha256 nor a revision "
+     "extension selects one"),
+    ("fragment.digest-format", "contract", "templiqx-evidence-fragment-v1alpha1#fragment-shape",
+     "quote_sha256 or content_sha256 is not 64 lowercase hex (uppercase, sha256:-prefixed, "
+     "wrong length)"),
+    ("fragment.scope-incomplete", "contract",
+     "templiqx-evidence-fragment-v1alpha1#host-scope-metadata",
+     "scope is not exactly host_id, tenant_id and authorization_scope_id, each a non-empty "
+     "string"),
+    ("fragment.scope-reuse", "binding", "templiqx-evidence-fragment-v1alpha1#host-scope-metadata",
+     "the fragment identity is bound to another scope (or to a scope while this write has "
+     "none), or the fragment's scope differs from the ingest's"),
+    ("fragment.revision-mismatch", "binding",
+     "templiqx-evidence-fragment-v1alpha1#document-revision-checksum-extension",
+     "a revision checksum is bound to another document_id or another content version, or "
+     "disagrees with content_sha256"),
+    ("fragment.unknown-revision", "binding",
+     "templiqx-evidence-fragment-v1alpha1#document-revision-checksum-extension",
+     "a revision checksum (or its fragment_id) is not known to the store"),
+    ("fragment.revision-format", "contract",
+     "templiqx-evidence-fragment-v1alpha1#document-revision-checksum-extension",
+     "a configured revision extension is not an object with revision_checksum as 64 lowercase "
+     "hex"),
+    ("fragment.source-encoding", "contract",
+     "templiqx-evidence-fragment-v1alpha1#offset-and-digest-invariants",
+     "registered source bytes are not well-formed UTF-8 (the contract measures offsets over "
+     "UTF-8)"),
+    # -- orbidocs v1 manifests
+    ("manifest.schema", "contract", "orbidocs-corpus-passage-evidence-manifest-v1#fields",
+     "the manifest breaks evstore's JSON Schema for orbidocs v1 (shape, pattern, bound, enum, "
+     "missing or unexpected member)"),
+    ("manifest.rule-1", "contract", "orbidocs-corpus-passage-evidence-manifest-v1#rule-1",
+     "projection revision 1 with no item or with a phase (contract Rule 1)"),
+    ("manifest.phase-missing", "contract", "orbidocs-corpus-passage-evidence-manifest-v1#phase",
+     "projection revision 2 without a phase object"),
+    ("manifest.phase-unverifiable", "contract",
+     "orbidocs-corpus-passage-evidence-manifest-v1#phase",
+     "projection revision 2: the phase schema is not public, so the phase cannot be verified "
+     "(a warning when manifests.accept_unverified_phase is on)"),
+    ("manifest.item-required-excluded", "contract",
+     "orbidocs-corpus-passage-evidence-manifest-v1#items",
+     "a required item is not included"),
+    ("manifest.item-omitted-reason", "contract",
+     "orbidocs-corpus-passage-evidence-manifest-v1#items",
+     "an item left out (included: false) names no omitted/reason"),
+    ("manifest.item-included-reason", "contract",
+     "orbidocs-corpus-passage-evidence-manifest-v1#items",
+     "an included item carries omitted/reason"),
+    ("manifest.item-artifact-execution", "contract",
+     "orbidocs-corpus-passage-evidence-manifest-v1#items",
+     "an artifact item names no execution/ref"),
+    ("manifest.ref-not-exact", "contract", "orbidocs-corpus-passage-evidence-manifest-v1#items",
+     "a ref has a ':'-separated segment 'latest'"),
+    ("manifest.review-target", "contract",
+     "orbidocs-corpus-passage-evidence-manifest-v1#review-target",
+     "review/target's candidate/digest names no required, included candidate item"),
+    ("manifest.self-address", "contract",
+     "contracts/README#corpus-passage-evidence-manifests-orbidocs",
+     "manifest/ref differs from the SHA-256 of the manifest's RFC 8785 form without it"),
+    ("manifest.content-missing", "binding",
+     "orbidocs-corpus-passage-evidence-manifest-v1#content-ref",
+     "the rendered content is neither stored nor supplied with the command"),
+    ("manifest.content-digest", "binding",
+     "orbidocs-corpus-passage-evidence-manifest-v1#content-digest",
+     "the rendered content's SHA-256 is not content/digest (or content/digest is not a "
+     "canonical SHA-256)"),
+    ("manifest.content-size", "binding",
+     "orbidocs-corpus-passage-evidence-manifest-v1#content-size-bytes",
+     "the rendered content's length in bytes is not content/size-bytes"),
+    ("manifest.content-over-limit", "binding",
+     "orbidocs-corpus-passage-evidence-manifest-v1#bytes-max",
+     "the rendered content is longer than bytes/max (never truncated)"),
+    ("manifest.ref-digest", "binding", "orbidocs-corpus-passage-evidence-manifest-v1#items",
+     "a ref whose text carries sha256:X has a digest other than sha256:X"),
+    ("manifest.ref-rebound", "binding", "orbidocs-corpus-passage-evidence-manifest-v1#items",
+     "the ref is already bound to another digest (an earlier manifest or item)"),
+    ("manifest.content-edge", "corruption",
+     "orbidocs-corpus-passage-evidence-manifest-v1#content-ref",
+     "(check) a stored manifest has no content edge to its rendered content"),
+    # -- insonic 1.3.0 packages, requests, envelopes
+    ("package.schema", "contract", "insonic-answer-evidence-1.3.0#",
+     "the package breaks a structural rule of the schema"),
+    ("request.schema", "contract", "insonic-answer-evidence-1.3.0#/$defs/request",
+     "the request breaks a structural rule of the schema"),
+    ("envelope.schema", "contract", "insonic-answer-evidence-1.3.0#/$defs/envelope",
+     "the answer envelope breaks a structural rule of the schema (claims included)"),
+    ("package.item-id-duplicate", "contract",
+     "insonic-answer-evidence-1.3.0#/$defs/item/properties/id",
+     "two items share one id"),
+    ("package.conflict-unknown-evidence", "contract",
+     "insonic-answer-evidence-1.3.0#/$defs/conflict/properties/evidence_ids",
+     "a conflict names an evidence id that is not an item of the package"),
+    ("package.node-source-unknown", "contract",
+     "insonic-answer-evidence-1.3.0#/$defs/contextNode/properties/sources",
+     "a context node names a source that is not an item of the package"),
+    ("package.node-id-duplicate", "contract",
+     "insonic-answer-evidence-1.3.0#/$defs/contextNode/properties/id",
+     "two context nodes share one id"),
+    ("package.node-parent-unknown", "contract",
+     "insonic-answer-evidence-1.3.0#/$defs/contextNode/properties/parent",
+     "a context node's parent names no node of the context"),
+    ("package.node-parent-cycle", "contract",
+     "insonic-answer-evidence-1.3.0#/$defs/contextNode/properties/parent",
+     "context node parents form a cycle (a node that is its own parent included)"),
+    ("package.node-text-level", "contract", "insonic-answer-evidence-1.3.0#/$defs/contextNode",
+     "a context node that is not cue-level carries text"),
+    ("package.node-text-sources", "contract",
+     "insonic-answer-evidence-1.3.0#/$defs/contextNode/properties/text",
+     "a cue node with text does not have exactly one source"),
+    ("package.node-text-prefix", "contract",
+     "insonic-answer-evidence-1.3.0#/$defs/contextNode/properties/text",
+     "a cue node's text is not a prefix of its source item's text"),
+    ("package.interval-order", "contract",
+     "insonic-answer-evidence-1.3.0#/$defs/interval/properties/end_us",
+     "a source interval in the package does not end after it starts"),
+    ("package.context-question", "contract",
+     "insonic-answer-evidence-1.3.0#/$defs/context/properties/question",
+     "context.question differs from request.question"),
+    ("package.context-omitted", "contract",
+     "insonic-answer-evidence-1.3.0#/$defs/context/properties/omitted",
+     "context.omitted exceeds the number of items"),
+    ("package.item-budget", "contract",
+     "insonic-answer-evidence-1.3.0#/$defs/budget/properties/items",
+     "the package has more items than the request's effective item budget"),
+    ("package.independent-families", "contract",
+     "insonic-answer-evidence-1.3.0#/properties/independent_families",
+     "independent_families exceeds the number of distinct item families"),
+    ("package.context-bytes", "contract",
+     "insonic-answer-evidence-1.3.0#/$defs/context/properties/bytes",
+     "context.bytes is not the UTF-8 size of the compact context JSON (warning unless strict)"),
+    ("package.context-tokens", "contract",
+     "insonic-answer-evidence-1.3.0#/$defs/context/properties/tokens",
+     "context.tokens differs from context.bytes under utf8-byte-upper-bound (warning unless "
+     "strict)"),
+    ("request.interval-order", "contract",
+     "insonic-answer-evidence-1.3.0#/$defs/interval/properties/end_us",
+     "the request's source interval does not end after it starts"),
+    ("envelope.interval-order", "contract",
+     "insonic-answer-evidence-1.3.0#/$defs/interval/properties/end_us",
+     "a citation's source interval does not end after it starts"),
+    ("envelope.package-mismatch", "contract",
+     "insonic-answer-evidence-1.3.0#/$defs/envelope/properties/package_id",
+     "the envelope's package_id is not the id of the package it is checked against"),
+    ("envelope.citation-unknown-evidence", "contract",
+     "insonic-answer-evidence-1.3.0#/$defs/citation/properties/evidence_id",
+     "a citation names an evidence id that is not an item of the package"),
+    ("envelope.citation-quote", "contract",
+     "insonic-answer-evidence-1.3.0#/$defs/citation/properties/quote",
+     "a citation's quote is not an exact substring of the cited item's text"),
+    ("envelope.citation-reference", "contract",
+     "insonic-answer-evidence-1.3.0#/$defs/citation/properties/reference",
+     "a citation's reference differs from the cited item's reference"),
+    ("package.revision-conflict", "binding",
+     "insonic-answer-evidence-1.3.0#/$defs/reference/properties/recording_revision",
+     "one (workspace_id, recording_id, recording_revision) is bound to other digests (by "
+     "another item of the package, or by an earlier accepted package)"),
+    ("package.id-reuse", "binding", "insonic-answer-evidence-1.3.0#/properties/id",
+     "a different package is already stored under this package id"),
+    ("package.binding-missing", "corruption",
+     "insonic-answer-evidence-1.3.0#/$defs/reference/properties/recording_revision",
+     "(check) a stored package's id or recording revision binding row is missing"),
+    ("envelope.package-edge", "corruption",
+     "insonic-answer-evidence-1.3.0#/$defs/envelope/properties/package_id",
+     "(check) a stored envelope has no package edge to the package it cites"),
+    ("envelope.unknown-package", "binding",
+     "insonic-answer-evidence-1.3.0#/$defs/envelope/properties/package_id",
+     "the envelope's package_id names no stored package"),
+    # -- notarius v1 evidence contexts and source documents
+    ("context.descriptor-shape", "contract", _NOTARIUS_DISCOVERY,
+     "descriptor not an object, or a member outside DESCRIPTOR_KEYS"),
+    ("context.descriptor-kind", "contract", _NOTARIUS_DISCOVERY,
+     "descriptor artifact_kind missing or not the contract's"),
+    ("context.descriptor-media-type", "contract", _NOTARIUS_DISCOVERY,
+     "descriptor media_type missing or not the contract's"),
+    ("context.descriptor-schema-id", "contract", _NOTARIUS_DISCOVERY,
+     "descriptor schema_id missing or not the contract's"),
+    ("context.descriptor-schema-name", "contract", _NOTARIUS_DISCOVERY,
+     "descriptor schema_name missing or not the contract's"),
+    ("context.unsupported-version", "contract", _NOTARIUS_DISCOVERY,
+     "descriptor schema_version missing or not v1 (only v1 decodes)"),
+    ("context.descriptor-logical-file", "contract", _NOTARIUS_DISCOVERY,
+     "descriptor logical_file missing or not the contract's"),
+    ("context.logical-file-missing", "contract", _NOTARIUS_DISCOVERY,
+     "the descriptor's logical file is not in the bundle"),
+    ("context.payload-not-array", "contract", _NOTARIUS_PAYLOAD,
+     "payload or source document is not a top-level JSON array"),
+    ("context.unit-shape", "contract", _NOTARIUS_PAYLOAD,
+     "unit not an object, a required member missing, or an unknown member"),
+    ("context.unit-id", "contract", _NOTARIUS_PAYLOAD,
+     "unit id not a JSON integer within +-(2^53-1) (no bool, no fraction)"),
+    ("context.unit-kind", "contract", _NOTARIUS_PAYLOAD, "unit kind not a non-empty string"),
+    ("context.unit-text", "contract", _NOTARIUS_PAYLOAD, "unit text not a string"),
+    ("context.unit-metadata", "contract", _NOTARIUS_PAYLOAD,
+     "unit metadata present but not a JSON object"),
+    ("context.ref-shape", "contract", _NOTARIUS_PAYLOAD,
+     "ref not an object of exactly source_id, start_unit_id, end_unit_id"),
+    ("context.ref-source-id", "contract", _NOTARIUS_PAYLOAD,
+     "ref source_id not a non-empty string"),
+    ("context.self-ref", "contract", _NOTARIUS_PAYLOAD,
+     "ref start_unit_id or end_unit_id is not the unit's own id"),
+    ("context.source-mixed", "contract", _NOTARIUS_PAYLOAD,
+     "a unit's source_id differs from the excerpt's first source_id"),
+    ("context.unit-duplicate", "contract", _NOTARIUS_PAYLOAD,
+     "a unit id occurs twice (each unit at most once)"),
+    ("context.source-mismatch", "contract", _NOTARIUS_PAYLOAD,
+     "unit differs from the source document's unit, or another source"),
+    ("context.source-order", "contract", _NOTARIUS_SELECTION,
+     "units not in the source document's position order"),
+    ("context.unit-unknown", "contract", _NOTARIUS_SELECTION,
+     "a unit id that the source document does not contain"),
+    ("context.range-unknown", "contract", _NOTARIUS_SELECTION,
+     "an excerpt range endpoint is not a unit id of the source document"),
+    ("context.range-order", "contract", _NOTARIUS_SELECTION,
+     "an excerpt range starts after its end in source position order"),
+    ("context.kind-ambiguous", "contract", _SOURCE_DOCUMENT,
+     "an array of source units given without --kind (two kinds fit)"),
+    # -- run bundles and run records
+    ("bundle.unreadable", "contract", _BUNDLE_LAYOUT,
+     "the bundle directory or one of its files cannot be read"),
+    ("bundle.index-missing", "contract", _BUNDLE_LAYOUT, "the bundle has no regular index.json"),
+    ("bundle.index-shape", "contract", _BUNDLE_LAYOUT,
+     "index.json is not an object of descriptors (six strings each)"),
+    ("bundle.path-unsafe", "contract", _BUNDLE_LAYOUT,
+     "a logical file is absolute, has '..'/'.'/empty segments or a backslash, names "
+     "index.json, or resolves outside the bundle"),
+    ("bundle.file-missing", "contract", _BUNDLE_LAYOUT,
+     "a logical file named by a descriptor is not a regular file"),
+    ("bundle.file-duplicate", "contract", _BUNDLE_LAYOUT, "two descriptors name one logical file"),
+    ("bundle.descriptor-mismatch", "contract", _BUNDLE_LAYOUT,
+     "a known artifact_kind with other fixed descriptor values"),
+    ("bundle.descriptor-misplaced", "contract", _BUNDLE_LAYOUT,
+     "the evidence-context descriptor under a name other than evidence_context"),
+    ("bundle.source-ambiguous", "contract", _BUNDLE_LAYOUT,
+     "two source documents in the bundle carry the excerpt's source_id"),
+    ("run.record-shape", "contract", _RUN_RECORD, "a run record is not the documented tree"),
+    ("run.missing-object", "contract", _RUN_RECORD,
+     "a blob or artifact a run record names is not stored"),
+    # -- the log: Merkle tree and checkpoints
+    ("log.range", "input", "RFC 9162 section 2.1",
+     "a proof was asked for an index or tree size outside the log"),
+    ("checkpoint.malformed", "input", "c2sp.org/tlog-checkpoint",
+     "a checkpoint or signed note is not in the C2SP format"),
+    ("checkpoint.unsigned", "input", "c2sp.org/signed-note",
+     "no signature line of the trusted key signs the note"),
+    ("checkpoint.signature", "input", "c2sp.org/signed-note",
+     "a signature line of the trusted key does not verify"),
+    ("checkpoint.origin", "input", "c2sp.org/tlog-checkpoint",
+     "the checkpoint names another log (origin line)"),
+    ("checkpoint.key", "input", "c2sp.org/signed-note",
+     "a verifier or private key is malformed, or its file is readable by others"),
+    ("tlog-proof.malformed", "input", "c2sp.org/tlog-proof",
+     "a proof file is not in the C2SP tlog-proof format"),
+    ("tlog-proof.inclusion", "input", "RFC 9162 section 2.1.3.2",
+     "the inclusion proof does not lead to the checkpoint root"),
+))
+# fmt: on
 
 CODES: Mapping[str, Code] = MappingProxyType({c.code: c for c in _TABLE})
 

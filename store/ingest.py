@@ -13,10 +13,10 @@ This module knows no contract and no database: it runs inside a transaction the 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from .artifacts import ArtifactResult
+from .artifacts import ArtifactResult, Document, IngestReport
 from .canonical import loads_canonical
 from .errors import EvstoreError, Faults, InputError, error
 from .kinds import detect_kind, get_handler
@@ -34,47 +34,6 @@ __all__ = [
 
 #: ``transaction(work, mode=..., options=..., supplied=...)``: :meth:`evstore.Store.transaction`.
 Transact = Callable[..., Any]
-
-
-@dataclass(frozen=True)
-class Document:
-    """One JSON input: ``data`` (raw bytes, as read), its ``name`` (a path or "-") and ``kind``.
-
-    ``kind`` None means detect it (docs/kinds.md).
-    """
-
-    data: bytes
-    name: str = "-"
-    kind: str | None = None
-
-
-@dataclass
-class IngestReport:
-    """The result of :meth:`Store.ingest` / :meth:`Store.validate`.
-
-    Attributes:
-        results: one :class:`ArtifactResult` per stored artifact, in input order.
-        faults: every fault found (validate only; ingest raises the first instead).
-        documents: how many documents were read.
-    """
-
-    results: list[ArtifactResult] = field(default_factory=list)
-    faults: list[EvstoreError] = field(default_factory=list)
-    documents: int = 0
-
-    @property
-    def ok(self) -> bool:
-        """True when no fault was found."""
-        return not self.faults
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "ok": self.ok,
-            "documents": self.documents,
-            "artifacts": [r.to_dict() for r in self.results],
-            "faults": [f.to_dict() for f in self.faults],
-        }
 
 
 @dataclass(frozen=True)

@@ -32,11 +32,10 @@ Decisions where the contract is silent (the others: store/manifest_rules.py):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from . import manifest_rules as rules
-from .artifacts import ArtifactResult, Warning_
+from .artifacts import ArtifactResult, Document, Warning_
 from .canonical import loads
 from .digests import blake3_hex, sha256_hex
 from .errors import EvstoreError, Faults, error
@@ -290,19 +289,6 @@ class ManifestKind:
         return faults
 
 
-@dataclass(frozen=True)
-class _Input:
-    """One manifest input for ``Store.ingest``/``Store.validate``.
-
-    It has the members of ``evstore.Document`` that the store reads (data, name, kind):
-    contract modules never import evstore.api, where Document lives for now.
-    """
-
-    data: bytes
-    name: str = "-"
-    kind: str | None = None
-
-
 class ManifestOps:
     """``store.manifests``: orbidocs manifest operations on one :class:`~evstore.Store`."""
 
@@ -327,7 +313,7 @@ class ManifestOps:
                 written.
         """
         supplied = [content] if content is not None else []
-        report = self.store.ingest([_Input(manifest, name, rules.KIND)], supplied=supplied)
+        report = self.store.ingest([Document(manifest, name, rules.KIND)], supplied=supplied)
         result: ArtifactResult = report.results[0]
         return result
 
@@ -339,7 +325,7 @@ class ManifestOps:
             warnings).
         """
         supplied = [content] if content is not None else []
-        return self.store.validate([_Input(manifest, name, rules.KIND)], supplied=supplied)
+        return self.store.validate([Document(manifest, name, rules.KIND)], supplied=supplied)
 
     def find(self, manifest_ref: str) -> list[Any]:
         """Stored manifests with this ``manifest/ref``, as ArtifactInfo, oldest first."""

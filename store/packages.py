@@ -28,13 +28,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
 from . import blobs as _blobs
-from .artifacts import ArtifactResult, Warning_, artifact_kinds, iso_utc, warnings_of
+from .artifacts import ArtifactResult, Document, Warning_, artifact_kinds, iso_utc, warnings_of
 from .canonical import dumps, loads
 from .digests import blake3_hex, sha256_hex
 from .errors import EvstoreError, Faults, RefSyntaxError, error
@@ -95,19 +94,6 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 
 def _strict(txn: Txn) -> bool:
     return setting(txn.settings, STRICT_CONTEXT_BYTES) is True
-
-
-@dataclass(frozen=True)
-class _Input:
-    """One document for :meth:`evstore.Store.ingest` (the fields of ``evstore.Document``).
-
-    Contract modules never import the facade, where ``Document`` lives today; the Store reads
-    only ``data``, ``name`` and ``kind``.
-    """
-
-    data: bytes
-    name: str = "-"
-    kind: str | None = None
 
 
 # --------------------------------------------------------------------------- bindings
@@ -406,7 +392,7 @@ class PackageOps:
         Raises:
             JSONFormError, PackageError, PackageBindingError: the first fault; nothing written.
         """
-        return self.store.ingest([_Input(data, name=name, kind=kind)]).results[0]
+        return self.store.ingest([Document(data, name=name, kind=kind)]).results[0]
 
     def validate(self, data: bytes, *, kind: str | None = None, name: str = "-") -> Any:
         """Every fault of one document against the store as it is; writes nothing.
@@ -414,7 +400,7 @@ class PackageOps:
         Returns:
             The ``IngestReport`` (``faults``; ``results`` with warnings).
         """
-        return self.store.validate([_Input(data, name=name, kind=kind)])
+        return self.store.validate([Document(data, name=name, kind=kind)])
 
     def find(self, package_id: str, kind: str | None = PackageKind.name) -> list[Any]:
         """Stored artifacts naming this package id, as ArtifactInfo, oldest first.

@@ -13,16 +13,30 @@ from evstore import Document, kinds
 REPO = Path(__file__).resolve().parents[2]
 MANIFEST = (REPO / "examples" / "manifests" / "manifest.json").read_bytes()
 CONTENT = (REPO / "examples" / "manifests" / "rendered-evidence.md").read_bytes()
-HIDDEN = ("evstore.manifests", "evstore.packages", "evstore.package_rules")
+HIDDEN = (
+    "evstore.manifests",
+    "evstore.manifest_rules",
+    "evstore.packages",
+    "evstore.package_rules",
+    "evstore.package_schema",
+    "evstore.package_context",
+)
+
+
+def _hide(monkeypatch):
+    """Make jsonschema_rs unimportable and forget every module that imports it (from
+    sys.modules and as attributes of the evstore package, which `from . import x` reads)."""
+    kinds.clear_cache()
+    monkeypatch.setitem(sys.modules, "jsonschema_rs", None)
+    for name in HIDDEN:
+        monkeypatch.delitem(sys.modules, name, raising=False)
+        monkeypatch.delattr(evstore, name.rsplit(".", 1)[1], raising=False)
 
 
 @pytest.fixture
 def no_jsonschema(monkeypatch):
     """jsonschema_rs unimportable, and every module that imports it forgotten."""
-    kinds.clear_cache()
-    monkeypatch.setitem(sys.modules, "jsonschema_rs", None)
-    for name in HIDDEN:
-        monkeypatch.delitem(sys.modules, name, raising=False)
+    _hide(monkeypatch)
     yield
     monkeypatch.undo()
     kinds.clear_cache()
@@ -75,10 +89,7 @@ def test_find_ls_and_kind_check_refuse_the_kind(store, no_jsonschema):
 def test_check_reports_artifacts_of_the_unavailable_kind(store, monkeypatch):
     [res] = store.ingest([Document(MANIFEST, kind="manifest")], supplied=[CONTENT]).results
     assert list(store.check()) == []
-    kinds.clear_cache()
-    monkeypatch.setitem(sys.modules, "jsonschema_rs", None)
-    for name in HIDDEN:
-        monkeypatch.delitem(sys.modules, name, raising=False)
+    _hide(monkeypatch)
     try:
         faults = list(store.check())
     finally:
