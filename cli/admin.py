@@ -10,7 +10,7 @@ import click
 
 import evstore
 
-from .common import Ctx, emit, open_store, pass_ctx
+from .common import Ctx, emit, open_store, pass_ctx, progress
 
 __all__ = ["COMMANDS", "check", "config", "init", "migrate", "register"]
 
@@ -72,9 +72,9 @@ def _print_settings(values: dict[str, Any]) -> None:
         click.echo(f"{k} = {json.dumps(values[k])}")
 
 
-def _print_fault(f: evstore.EvstoreError) -> None:
+def _fault_line(f: evstore.EvstoreError) -> str:
     addr = f.details.get("address", "")
-    click.echo(f"{addr} {f.code} at {f.pointer or '/'}: {f.message}")
+    return f"{addr} {f.code} at {f.pointer or '/'}: {f.message}"
 
 
 def _print_warnings(warns: list[dict[str, Any]], faults: int) -> None:
@@ -96,18 +96,12 @@ def check(ctx: Ctx) -> None:
 
     Exit codes: 0 no fault; 1 any fault or store error.
     """  # noqa: D205 - the help text, unchanged
-    tty = sys.stderr.isatty() and not ctx.json
-
-    def progress(done: int, total: int) -> None:
-        if tty:
-            click.echo(f"\rchecked {done}/{total}", err=True, nl=done == total)
-
     faults = []
-    with open_store(ctx) as store:
-        for f in store.check(progress=progress):
+    with open_store(ctx) as store, progress(ctx, "check") as bar:
+        for f in store.check(progress=bar):
             faults.append(f)
             if not ctx.json:
-                _print_fault(f)
+                bar.echo(_fault_line(f))  # on its own line, above the bar
         warns = store.recorded_warnings()
     if ctx.json:
         click.echo(

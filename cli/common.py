@@ -6,6 +6,7 @@ The CLI imports only the public surface (``evstore``, its ``__all__``) and ``evs
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -20,8 +21,11 @@ import evstore
 __all__ = [
     "DEFAULT_URL",
     "Ctx",
+    "Progress",
+    "counting_reader",
     "digest_lines",
     "digests_option",
+    "discard_created",
     "emit",
     "env_url",
     "fail",
@@ -29,6 +33,7 @@ __all__ = [
     "open_store",
     "output_option",
     "pass_ctx",
+    "progress",
     "read_input",
     "write_output",
 ]
@@ -38,11 +43,121 @@ DEFAULT_URL = "sqlite:///evstore.db"
 
 
 class Ctx:
-    """Per-invocation state: the store URL and whether output is JSON."""
+    """Per-invocation state: the store URL, whether output is JSON, and the verbosity.
 
-    def __init__(self, url: str, as_json: bool) -> None:
+    ``verbosity``: -1 quiet (``-q``: no progress, no notes on stderr), 0 default, 1 or more
+    verbose (``-v``). ``created`` is the SQLite file this invocation created (removed again
+    when the command fails, so no failed command leaves a new store behind).
+    """
+
+    def __init__(self, url: str, as_json: bool, verbosity: int = 0) -> None:
         self.url = url
         self.json = as_json
+        self.verbosity = verbosity
+        self.created: Path | None = None
+
+    def note(self, message: str) -> None:
+        """A human note on stderr (not with --json, not with -q)."""
+        if not self.json and self.verbosity >= 0:
+            click.echo(message, err=True)
+
+
+class Progress:
+    """Progress on the terminal: a rich bar with rate and ETA on stderr, or nothing.
+
+    Call it as ``(done, total)`` (the callback shape of ``Store.check`` and the byte
+    counters); ``echo(line)`` prints a line (a fault) above the bar, never glued to it.
+    Nothing is drawn when stderr is not a terminal, under ``--json`` or with ``-q``; lines
+    given to ``echo`` then go to stdout as usual.
+    """
+
+    def __init__(self, ctx: Ctx, label: str, *, unit: str = "items") -> None:
+        self._ctx = ctx
+        self._label = label
+        self._bytes = unit == "bytes"
+        self._bar: Any = None
+        self._task: Any = None
+        self.enabled = not ctx.json and ctx.verbosity >= 0 and sys.stderr.isatty()
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+    def _start(self, total: int | None) -> None:
+        # rich is imported only when a bar is drawn: everyday commands never pay for it.
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            MofNCompleteColumn,
+            TaskProgressColumn,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+        from rich.progress import Progress as Bar
+
+        count = DownloadColumn() if self._bytes else MofNCompleteColumn()
+        rate = TransferSpeedColumn() if self._bytes else TextColumn("{task.fields[rate]}")
+        self._bar = Bar(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TaskProgressColumn(),
+            count,
+            rate,
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=False,
+        )
+        self._bar.start()
+        self._task = self._bar.add_task(self._label, total=total, rate="")
+
+    def __call__(self, done: int, total: int | None) -> None:
+        """Report ``done`` of ``total`` (items, or bytes for a byte bar)."""
+        if not self.enabled:
+            return
+        if self._bar is None:
+            self._start(total)
+        rate = ""
+        if not self._bytes:
+            task = self._bar.tasks[0]
+            speed = task.speed
+            rate = f"{speed:,.0f}/s" if speed else ""
+        self._bar.update(self._task, completed=done, total=total, rate=rate)
+
+    def echo(self, line: str) -> None:
+        """Print one line (a fault, a result) on stdout, on its own line above the bar."""
+        if self._bar is not None:
+            self._bar.console.file.flush()
+            self._bar.print(line, markup=False, highlight=False, soft_wrap=True)
+        else:
+            click.echo(line)
+
+
+def progress(ctx: Ctx, label: str, *, unit: str = "items") -> Progress:
+    """Make the :class:`Progress` of a command that can run long (``with ... as bar:``)."""
+    return Progress(ctx, label, unit=unit)
+
+
+class counting_reader:  # noqa: N801 - used like a function
+    """Wrap a binary file: every ``read`` reports the bytes read so far to ``callback``."""
+
+    def __init__(self, fh: Any, total: int | None, callback: Callable[[int, int | None], None]):
+        self._fh = fh
+        self._total = total
+        self._callback = callback
+        self._done = 0
+
+    def read(self, size: int = -1) -> bytes:
+        """Read like the wrapped file, then report progress."""
+        data = self._fh.read(size)
+        self._done += len(data)
+        self._callback(self._done, self._total)
+        return bytes(data)
 
 
 pass_ctx = click.make_pass_decorator(Ctx)
@@ -123,8 +238,27 @@ def digest_lines(d: dict[str, Any], with_digests: bool) -> str:
 
 
 def open_store(ctx: Ctx, *, create: bool = False) -> evstore.Store:
-    """Open the invocation's store (only init, put and the ingest commands pass create=True)."""
-    return evstore.open(ctx.url, create=create)
+    """Open the invocation's store (only init, put and the ingest commands pass create=True).
+
+    A SQLite store created here is remembered in ``ctx.created``: the error handler removes it
+    again when the command fails, so a failed command leaves no new store behind.
+    """
+    store = evstore.open(ctx.url, create=create)
+    if store.created and store.path is not None:
+        ctx.created = store.path
+    if ctx.verbosity > 0 and not ctx.json:
+        click.echo(f"store: {store.url}{' (created)' if store.created else ''}", err=True)
+    return store
+
+
+def discard_created(ctx: Ctx) -> None:
+    """Remove the SQLite store this failed invocation created (and its -wal/-shm files)."""
+    path, ctx.created = ctx.created, None
+    if path is None:
+        return
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(OSError):
+            Path(str(path) + suffix).unlink()
 
 
 def _to_jsonable(obj: Any) -> Any:

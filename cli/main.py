@@ -7,13 +7,18 @@ lists every command), so an everyday command does not pay for the contracts.
 
 Exit codes (every command): 0 ok; 1 any evstore error (input rejected, not found, corruption,
 binding conflict, store state: the printed code tells them apart) or a failed check/has;
-2 command-line usage.
+2 command-line usage; 130 interrupted (Ctrl-C: the open transaction is rolled back).
+
+The global options ``--store``, ``--json``, ``-v`` and ``-q`` may also follow the command
+(``evstore ls --json``): :func:`hoist_global_options` moves them in front of it, unless the
+command has an option of that name itself.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 from typing import Any
 
@@ -23,9 +28,27 @@ import evstore
 
 from . import admin, objects
 from . import ingest as ingest_commands
-from .common import Ctx, env_url
+from .common import Ctx, discard_created, env_url
 
-__all__ = ["AREAS", "AREA_COMMANDS", "EvstoreGroup", "cli", "main"]
+__all__ = [
+    "AREAS",
+    "AREA_COMMANDS",
+    "EXIT_INTERRUPTED",
+    "GLOBAL_FLAGS",
+    "GLOBAL_VALUED",
+    "EvstoreGroup",
+    "cli",
+    "hoist_global_options",
+    "main",
+]
+
+#: Exit status of an interrupted command (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
+
+#: Global flags accepted after the command too.
+GLOBAL_FLAGS = ("--json", "-v", "--verbose", "-q", "--quiet")
+#: Global options with a value accepted after the command too (``--store URL``).
+GLOBAL_VALUED = ("--store",)
 
 
 def _usage_json(message: str, code: int) -> None:
@@ -46,6 +69,85 @@ def _usage_json(message: str, code: int) -> None:
         )
     )
     sys.exit(code)
+
+
+def _own_options(cmd: click.Command) -> tuple[set[str], set[str]]:
+    """``(every option name of cmd, the names that take a value)``."""
+    names: set[str] = set()
+    valued: set[str] = set()
+    for p in cmd.params:
+        if isinstance(p, click.Option):
+            opts = set(p.opts) | set(p.secondary_opts)
+            names |= opts
+            if not p.is_flag and not p.count:
+                valued |= opts
+    return names, valued
+
+
+def hoist_global_options(group: click.Group, argv: list[str]) -> list[str]:
+    """Move global options written after the command name in front of it.
+
+    ``evstore ls --json --store URL`` becomes ``evstore --json --store URL ls``. An option
+    the command defines itself (with that exact name) stays the command's; anything after
+    ``--`` and the values of the command's own options are left alone.
+    """
+    i = 0
+    while i < len(argv):  # skip the global options before the command
+        a = argv[i]
+        if a in GLOBAL_VALUED:
+            i += 2
+        elif a.startswith("-"):
+            i += 1
+        else:
+            break
+    if i >= len(argv):
+        return argv
+    ctx = click.Context(group, resilient_parsing=True)
+    cmd = group.get_command(ctx, argv[i])
+    if cmd is None or isinstance(cmd, click.Group):
+        return argv
+    own, own_valued = _own_options(cmd)
+    head, tail = argv[: i + 1], argv[i + 1 :]
+    moved: list[str] = []
+    kept: list[str] = []
+    j = 0
+    while j < len(tail):
+        a = tail[j]
+        name = a.split("=", 1)[0] if a.startswith("--") else a
+        if a == "--":
+            kept += tail[j:]
+            break
+        if name in own:
+            kept.append(a)
+            if name in own_valued and "=" not in a and j + 1 < len(tail):
+                kept.append(tail[j + 1])
+                j += 1
+        elif a in GLOBAL_FLAGS:
+            moved.append(a)
+        elif name in GLOBAL_VALUED:
+            moved.append(a)
+            if "=" not in a and j + 1 < len(tail):
+                moved.append(tail[j + 1])
+                j += 1
+        else:
+            kept.append(a)
+        j += 1
+    return argv[:i] + moved + head[i:] + kept
+
+
+def _interrupted(ctx_obj: Ctx | None, as_json: bool) -> None:
+    """Report an interrupt (exit 130): one JSON error with --json, a line on stderr else."""
+    if ctx_obj is not None:
+        discard_created(ctx_obj)
+    err = evstore.error(
+        "interrupted.signal",
+        "interrupted (Ctrl-C); the open transaction was rolled back, the store is unchanged",
+    )
+    if as_json:
+        click.echo(json.dumps({"ok": False, "error": err.to_dict()}, sort_keys=True))
+    else:
+        click.echo(f"error: {err}", err=True)
+    sys.exit(EXIT_INTERRUPTED)
 
 
 #: Command name -> the contract CLI module (under evstore.cli) that defines it.
@@ -164,7 +266,10 @@ class EvstoreGroup(click.Group):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         argv = list(sys.argv[1:] if args is None else args)
+        if not any(k.endswith("_COMPLETE") for k in os.environ):
+            argv = hoist_global_options(self, argv)
         as_json = "--json" in argv
+        self._ctx_obj: Ctx | None = None
         try:
             rv = super().main(argv, prog_name, complete_var, False, **extra)
         except click.ClickException as exc:
@@ -172,9 +277,13 @@ class EvstoreGroup(click.Group):
                 _usage_json(exc.format_message(), exc.exit_code)
             exc.show()
             sys.exit(exc.exit_code)
-        except click.Abort:
+        except click.Abort as exc:
+            if isinstance(exc.__cause__, KeyboardInterrupt):
+                _interrupted(self._ctx_obj, as_json)
             click.echo("Aborted!", err=True)
             sys.exit(1)
+        except KeyboardInterrupt:
+            _interrupted(self._ctx_obj, as_json)
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -185,7 +294,15 @@ class EvstoreGroup(click.Group):
         """
         try:
             try:
-                return super().invoke(ctx)
+                rv = super().invoke(ctx)
+                return rv
+            except SystemExit as exc:
+                if exc.code not in (0, None):
+                    discard_created(ctx.find_object(Ctx) or Ctx("", False))
+                raise
+            except (KeyboardInterrupt, click.Abort):
+                self._ctx_obj = ctx.find_object(Ctx)
+                raise
             except ImportError as exc:
                 raise evstore.error(
                     "store.kind-unavailable",
@@ -195,6 +312,8 @@ class EvstoreGroup(click.Group):
                 ) from exc
         except evstore.EvstoreError as err:
             obj = ctx.find_object(Ctx)
+            if obj is not None:
+                discard_created(obj)
             as_json = obj.json if obj is not None else "--json" in sys.argv
             if as_json:
                 click.echo(
@@ -213,7 +332,8 @@ class EvstoreGroup(click.Group):
         formatter.write_paragraph()
         formatter.write_text(
             "Exit codes: 0 ok; 1 evstore error (the printed code says which) or failed "
-            "check; 2 usage."
+            "check; 2 usage; 130 interrupted (store unchanged). Global options may also "
+            "follow the command. Shell completion: docs/cli.md."
         )
 
 
@@ -229,11 +349,15 @@ class EvstoreGroup(click.Group):
 @click.option(
     "--json", "as_json", is_flag=True, help="Print exactly one JSON object, errors included."
 )
+@click.option("-v", "--verbose", count=True, help="More on stderr (the store opened). Repeatable.")
+@click.option(
+    "-q", "--quiet", is_flag=True, help="No progress bars and no notes on stderr (errors stay)."
+)
 @click.version_option(package_name="evidence-store", prog_name="evstore")
 @click.pass_context
-def cli(ctx: click.Context, url: str | None, as_json: bool) -> None:
+def cli(ctx: click.Context, url: str | None, as_json: bool, verbose: int, quiet: bool) -> None:
     """evstore: a content-addressed store for evidence artifacts."""
-    ctx.obj = Ctx(env_url() if url is None else url, as_json)
+    ctx.obj = Ctx(env_url() if url is None else url, as_json, -1 if quiet else verbose)
     for arg in sys.argv[1:]:
         # Undecodable bytes arrive as lone surrogates (PEP 383); they are no evstore input.
         if any("\udc80" <= ch <= "\udcff" for ch in arg):

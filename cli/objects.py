@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import itertools
+import contextlib
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ import evstore
 
 from .common import (
     Ctx,
+    counting_reader,
     digest_lines,
     digests_option,
     emit,
@@ -20,7 +23,7 @@ from .common import (
     open_store,
     output_option,
     pass_ctx,
-    write_output,
+    progress,
 )
 
 __all__ = ["COMMANDS", "find", "get", "has", "ls", "put", "register", "stat"]
@@ -46,12 +49,53 @@ def put(ctx: Ctx, file: str, digests: bool) -> None:
                     "input.unreadable", f"cannot read {file}: {exc.strerror}", path=file
                 ) from None
             with fh:
-                res = store.put(fh)
+                size = os.fstat(fh.fileno()).st_size
+                with progress(ctx, f"put {Path(file).name}", unit="bytes") as bar:
+                    src = counting_reader(fh, size, bar) if size >= PROGRESS_MIN else fh
+                    res = store.put(src)
     d = res.digest.forms()
     d["new"] = res.new
     emit(ctx, d, digest_lines(d, digests))
-    if not res.new and not ctx.json:
-        click.echo("already stored (not new)", err=True)
+    if not res.new:
+        ctx.note("already stored (not new)")
+
+
+#: Blobs at least this large (bytes) get a progress bar on a terminal.
+PROGRESS_MIN = 8 << 20
+
+
+def _write_verified(ctx: Ctx, path: str, digest: Any, chunks: Any) -> None:
+    """Write a blob to ``path`` in one read: into a temporary file beside it, renamed only
+    once the bytes are verified (a corrupt blob leaves no file and no partial output).
+
+    Raises:
+        InputError: ``output.unwritable``. CorruptionError: the bytes do not match.
+    """  # noqa: D205
+    target = Path(path)
+    tmp: Path | None = None
+    size = 0
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+        tmp = Path(name)
+        with progress(ctx, f"get {target.name}", unit="bytes") as bar, os.fdopen(fd, "wb") as fh:
+            show = bar if digest.size >= PROGRESS_MIN else None
+            for chunk in chunks:  # raises CorruptionError after the last chunk on a mismatch
+                fh.write(chunk)
+                size += len(chunk)
+                if show is not None:
+                    show(size, digest.size)
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as exc:
+        raise evstore.error(
+            "output.unwritable", f"cannot write {path}: {exc.strerror}", path=path
+        ) from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+    if ctx.json:
+        emit(ctx, {"ok": True, "output": path, "size": size, "address": digest.address})
 
 
 @click.command()
@@ -62,13 +106,19 @@ def get(ctx: Ctx, ref: str, output: str | None) -> None:
     """Print the exact stored bytes of REF (nothing appended), verified first.
 
     REF: blake3:<hex>, sha256:<hex>, sha256:<base64url> or object-store:sha256:<base64url>.
-    Exit codes: 0 ok; 1 ref.syntax, not-found.blob, corruption.*.
+    To stdout the whole blob is verified before the first byte is printed. With -o the
+    bytes are read once, verified while they are written to a temporary file in FILE's
+    folder, and renamed to FILE only when verified (a corrupt blob leaves no file).
+
+    Exit codes: 0 ok; 1 ref.syntax, not-found.blob, corruption.*, output.unwritable.
     """
-    with open_store(ctx) as store, store.open_blob(ref) as (digest, chunks):
-        first = next(chunks, b"")  # verification happens before the first chunk
+    with open_store(ctx) as store:
         if output:
-            write_output(ctx, output, itertools.chain([first], chunks), {"address": digest.address})
-        else:
+            with store.open_blob(ref, verify_first=False) as (digest, chunks):
+                _write_verified(ctx, output, digest, chunks)
+            return
+        with store.open_blob(ref) as (digest, chunks):
+            first = next(chunks, b"")  # verification happens before the first chunk
             out = sys.stdout.buffer
             out.write(first)
             for c in chunks:
@@ -79,7 +129,8 @@ def get(ctx: Ctx, ref: str, output: str | None) -> None:
 def _stat_human(digests: bool) -> Any:
     def human(x: dict[str, Any]) -> None:
         click.echo(digest_lines(x, digests))
-        click.echo(f"size: {x['size']} bytes ({x['stored']})")
+        verified = "verified" if x["verified"] else "recorded"
+        click.echo(f"size: {x['size']} bytes ({x['stored']}, {verified})")
         for a in x["artifacts"]:
             click.echo(f"artifact: {a['kind']} {a['contract_version']} accepted {a['accepted_at']}")
         for w in x.get("warnings", []):
@@ -91,14 +142,23 @@ def _stat_human(digests: bool) -> Any:
 @click.command()
 @click.argument("ref")
 @digests_option
+@click.option(
+    "--verify",
+    is_flag=True,
+    help="Re-hash the stored bytes first (reads the whole blob); default: the recorded "
+    "size and digests.",
+)
 @pass_ctx
-def stat(ctx: Ctx, ref: str, digests: bool) -> None:
+def stat(ctx: Ctx, ref: str, digests: bool, verify: bool) -> None:
     """Show a blob's size, digests and the kinds it is stored as.
 
-    Exit codes: 0 ok; 1 ref.syntax, not-found.blob.
+    Reads the recorded size and digests without re-hashing the bytes (fast for any size);
+    --verify re-hashes them first ("verified" in the output says which).
+
+    Exit codes: 0 ok; 1 ref.syntax, not-found.blob, corruption.* (with --verify).
     """
     with open_store(ctx) as store:
-        d = store.stat(ref)
+        d = store.stat(ref, verify=verify)
     emit(ctx, d, _stat_human(digests))
 
 

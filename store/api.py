@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, BinaryIO
 
 import sqlalchemy as sa
@@ -135,9 +136,12 @@ class Store:
 
     def __init__(self, url: str, *, create: bool = False, check_schema: bool = True) -> None:
         self.db = Database(url)
+        #: True when this call created the store (``create=True`` on a missing store).
+        self.created = False
         try:
             if create and not self.db.schema_state().initialised:
                 self.db.migrate()
+                self.created = True
             if check_schema:
                 self.db.require_current()
         except BaseException:
@@ -161,6 +165,11 @@ class Store:
     def url(self) -> str:
         """The store URL with any password hidden."""
         return self.db.display_url
+
+    @property
+    def path(self) -> Path | None:
+        """The SQLite store file, or None on PostgreSQL."""
+        return self.db.sqlite_path
 
     def _live(self) -> None:
         if self._closed:
@@ -294,30 +303,50 @@ class Store:
         return data
 
     @contextlib.contextmanager
-    def open_blob(self, ref: str) -> Iterator[tuple[Digest, Iterator[bytes]]]:
+    def open_blob(
+        self, ref: str, *, verify_first: bool = True
+    ) -> Iterator[tuple[Digest, Iterator[bytes]]]:
         """Stream a blob: ``with store.open_blob(ref) as (digest, chunks): ...``.
 
-        The whole blob is verified before the first chunk is yielded; memory stays at one
-        chunk (1 MiB). Raises as :meth:`get`.
+        Args:
+            ref: a content ref (evstore.refs).
+            verify_first: True (default): the whole blob is verified before the first chunk
+                is yielded (two reads of the bytes). False: one read; chunks are yielded as
+                read and the iterator raises CorruptionError after the last chunk when the
+                bytes do not match, so the caller MUST discard what it received (``get -o``
+                writes to a temporary file and renames it only once the iterator ends).
+
+        Memory stays at one chunk (1 MiB). Raises as :meth:`get`.
         """
         self._live()
         with self.db.read() as conn:
             row = self._resolve(conn, ref)
-            yield row.digest, _blobs.iter_verified(conn, row)
+            if verify_first:
+                yield row.digest, _blobs.iter_verified(conn, row)
+            else:
+                yield row.digest, _blobs.iter_checked(conn, row)
 
-    def stat(self, ref: str) -> dict[str, Any]:
-        """Facts about a stored blob: every digest form, size in bytes, the kinds it is stored as.
+    def stat(self, ref: str, *, verify: bool = False) -> dict[str, Any]:
+        """Facts about a stored blob: its digest forms, size in bytes, the kinds it is stored as.
 
-        The bytes are re-hashed first, so the digests printed are the bytes' own (a tampered
-        index row is reported, never repeated). Raises as :meth:`get`.
+        Args:
+            ref: a content ref (evstore.refs).
+            verify: re-hash the stored bytes first (``stat --verify``), so the digests printed
+                are the bytes' own and a tampered index row is reported. False (default):
+                the recorded size and digests, read without touching the bytes
+                (``"verified": false``).
+
+        Raises as :meth:`get` (CorruptionError only with ``verify``).
         """
         self._live()
         with self.db.read() as conn:
             row = self._resolve(conn, ref)
-            err = _blobs.verify_stored(conn, row)
-            if err is not None:
-                raise err
+            if verify:
+                err = _blobs.verify_stored(conn, row)
+                if err is not None:
+                    raise err
             out: dict[str, Any] = row.digest.forms()
+            out["verified"] = verify
             out["stored"] = "chunked" if row.chunk_set is not None else "inline"
             out["artifacts"] = [
                 {"kind": k, "contract_version": v, "accepted_at": iso_utc(t)}

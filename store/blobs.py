@@ -35,6 +35,7 @@ __all__ = [
     "INLINE_MAX",
     "PutResult",
     "insert_ignore",
+    "iter_checked",
     "iter_verified",
     "lookup",
     "lookup_sha256_all",
@@ -239,6 +240,23 @@ def iter_verified(conn: Connection, row: BlobRow) -> Iterator[bytes]:
     if err is not None:
         raise err
     yield from _iter_raw(conn, row.digest.blake3)
+
+
+def iter_checked(conn: Connection, row: BlobRow) -> Iterator[bytes]:
+    """Stream a blob in one read: chunks as read, hashed on the way, checked at the end.
+
+    The caller MUST treat what it received as unverified until the iterator is exhausted.
+
+    Raises:
+        CorruptionError: after the last chunk, when size, BLAKE3 or SHA-256 do not match.
+    """
+    h = Hasher()
+    for chunk in _iter_raw(conn, row.digest.blake3):
+        h.update(chunk)
+        yield chunk
+    err = _compare(row, h.digest())
+    if err is not None:
+        raise err
 
 
 def _existing(conn: Connection, addresses: Sequence[str]) -> dict[str, BlobRow]:

@@ -402,14 +402,12 @@ class Database:
                 f"the store's schema revision {before} is newer than this evstore; upgrade evstore",
                 code="store.schema-ahead",
             )
-        if self.sqlite_path is not None:
-            try:
-                self.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StoreStateError(
-                    f"cannot create the store's folder {self.sqlite_path.parent}: {exc.strerror}",
-                    code="store.unreachable",
-                ) from exc
+        if self.sqlite_path is not None and not self.sqlite_path.parent.is_dir():
+            # Never create folders: a mistyped path must fail, not grow a new tree.
+            raise StoreStateError(
+                f"the store's folder {self.sqlite_path.parent} does not exist; create it first",
+                code="store.url",
+            )
         try:
             with self.engine.begin() as conn:
                 if self.backend == "postgresql":

@@ -319,6 +319,8 @@ _TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("store.kind-unavailable", "store", "",
      "the handler of a kind cannot be loaded in this installation (a dependency is missing)"),
     ("store.database", "store", "", "another database error"),
+    ("interrupted.signal", "store", "",
+     "the command was interrupted (Ctrl-C, exit 130); its open transaction was rolled back"),
     # -- templiqx v1alpha1 evidence fragments
     ("fragment.shape", "contract", "templiqx-evidence-fragment-v1alpha1#fragment-shape",
      "a fragment (or source record, or eval output) is not an object, misses a required "

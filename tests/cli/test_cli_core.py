@@ -36,7 +36,6 @@ def test_commands_other_than_init_put_ingest_do_not_create_a_store(run):
         ["migrate"],
         ["find", "--key", "k"],
         ["get", "blake3:" + "0" * 64],
-        ["validate", __file__],
     ):
         r = run("--json", *args)
         assert r.exit_code == 1, (args, r.output)
