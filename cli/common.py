@@ -112,6 +112,8 @@ class Progress:
             TimeRemainingColumn(),
             console=Console(stderr=True),
             transient=False,
+            redirect_stdout=False,
+            redirect_stderr=False,
         )
         self._bar.start()
         self._task = self._bar.add_task(self._label, total=total, rate="")
@@ -130,9 +132,9 @@ class Progress:
         self._bar.update(self._task, completed=done, total=total, rate=rate)
 
     def echo(self, line: str) -> None:
-        """Print one line (a fault, a result) on stdout, on its own line above the bar."""
-        if self._bar is not None:
-            self._bar.console.file.flush()
+        """Print one line (a fault, a result) on stdout, on its own line (above the bar)."""
+        if self._bar is not None and sys.stdout.isatty():
+            # stdout is the bar's terminal too: rich prints the line above the bar.
             self._bar.print(line, markup=False, highlight=False, soft_wrap=True)
         else:
             click.echo(line)

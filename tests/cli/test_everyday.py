@@ -1,0 +1,210 @@
+"""Everyday details through the real console script (subprocess): global options after the
+command, python -m evstore, -q, Ctrl-C, failed commands that leave nothing, validate with no
+store, stat without re-hashing, get -o in one read, progress only on a terminal."""
+
+import json
+import os
+import pty
+import select
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+EXE = shutil.which("evstore") or str(Path(sys.executable).parent / "evstore")
+
+
+def ev(*args, cwd, input=None, timeout=60):
+    return subprocess.run(
+        [EXE, *args], cwd=cwd, input=input, capture_output=True, timeout=timeout, check=False
+    )
+
+
+@pytest.fixture
+def work(tmp_path):
+    (tmp_path / "a.txt").write_bytes(b"hello\n")
+    return tmp_path
+
+
+def test_global_options_after_the_command_and_python_m(work):
+    url = f"sqlite:///{work}/s.db"
+    r = ev("put", "a.txt", "--store", url, "--json", cwd=work)
+    assert r.returncode == 0, r.stderr
+    address = json.loads(r.stdout)["address"]
+    r = ev("ls", "--json", f"--store={url}", cwd=work)
+    assert r.returncode == 0 and json.loads(r.stdout) == {"artifacts": []}
+    r = ev("has", address, "--json", "--store", url, cwd=work)
+    assert json.loads(r.stdout) == {"ok": True, "missing": []}
+    # A value that looks like a global option stays the command's (after --).
+    r = ev("--store", url, "has", "--", "--json", cwd=work)
+    assert r.returncode == 1 and b"ref.syntax" in r.stderr
+    r = subprocess.run(
+        [sys.executable, "-m", "evstore", "--store", url, "stat", address, "--json"],
+        cwd=work,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert r.returncode == 0 and json.loads(r.stdout)["address"] == address
+    # -q drops the note on stderr; the result stays.
+    r = ev("put", "a.txt", "--store", url, cwd=work)
+    assert b"already stored" in r.stderr
+    r = ev("put", "a.txt", "--store", url, "-q", cwd=work)
+    assert r.stderr == b"" and r.stdout.strip().decode() == address
+    r = ev("-v", "--store", url, "stat", address, cwd=work)
+    assert f"store: {url}".encode() in r.stderr
+
+
+def test_failed_commands_create_no_store_and_no_folder(work):
+    before = sorted(p.name for p in work.iterdir())
+    for args in (
+        ["put", "nofile.txt"],
+        ["ingest", "nofile.json"],
+        ["ingest-bundle", "/nonexistent"],
+        ["--store", f"sqlite:///{work}/mistyped/s.db", "init"],
+        ["--store", f"sqlite:///{work}/mistyped/s.db", "put", "a.txt"],
+    ):
+        r = ev("--json", *args, cwd=work)
+        assert r.returncode == 1, (args, r.stdout)
+        assert json.loads(r.stdout)["ok"] is False
+        assert sorted(p.name for p in work.iterdir()) == before, args
+    r = ev("--json", "--store", f"sqlite:///{work}/mistyped/s.db", "init", cwd=work)
+    assert json.loads(r.stdout)["error"]["code"] == "store.url"
+
+
+def test_validate_without_a_store_checks_contract_rules_only(work):
+    good = work / "note.json"
+    good.write_text('{"a": 1}')
+    bad = work / "bad.json"
+    bad.write_text('{"a": 1, "a": 2}')
+    r = ev("validate", "note.json", cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert b"bindings were not checked" in r.stdout
+    r = ev("--json", "validate", "note.json", "bad.json", cwd=work)
+    out = json.loads(r.stdout)
+    assert r.returncode == 1 and out["bindings_checked"] is False
+    assert [f["code"] for f in out["faults"]] == ["json.duplicate-key"]
+    assert not (work / "evstore.db").exists()
+    ev("init", cwd=work)
+    out = json.loads(ev("--json", "validate", "note.json", cwd=work).stdout)
+    assert out["bindings_checked"] is True
+
+
+def _corrupt(db: Path, address: str) -> None:
+    with sqlite3.connect(db) as conn:
+        n = conn.execute(
+            "UPDATE blobs SET data = ? WHERE address = ?", (b"HELLO\n", address)
+        ).rowcount
+        assert n == 1
+
+
+def test_stat_reads_recorded_digests_and_get_o_verifies_in_one_read(work):
+    r = ev("--json", "put", "a.txt", cwd=work)
+    address = json.loads(r.stdout)["address"]
+    out = json.loads(ev("--json", "stat", address, cwd=work).stdout)
+    assert out["verified"] is False and out["size"] == 6
+    assert json.loads(ev("--json", "stat", "--verify", address, cwd=work).stdout)["verified"]
+    r = ev("get", address, "-o", "copy.txt", cwd=work)
+    assert r.returncode == 0 and (work / "copy.txt").read_bytes() == b"hello\n"
+    _corrupt(work / "evstore.db", address.removeprefix("blake3:"))
+    # stat without --verify reads the row only; --verify re-hashes and refuses.
+    assert ev("stat", address, cwd=work).returncode == 0
+    r = ev("--json", "stat", "--verify", address, cwd=work)
+    assert json.loads(r.stdout)["error"]["code"] == "corruption.digest"
+    before = sorted(p.name for p in work.iterdir())
+    for target in ("out.txt", "copy.txt"):
+        r = ev("--json", "get", address, "-o", target, cwd=work)
+        assert r.returncode == 1
+        assert json.loads(r.stdout)["error"]["code"] == "corruption.digest"
+    # No output file, no temporary left behind, the old copy.txt untouched.
+    assert sorted(p.name for p in work.iterdir()) == before
+    assert (work / "copy.txt").read_bytes() == b"hello\n"
+    r = ev("get", address, cwd=work)
+    assert r.returncode == 1 and r.stdout == b""
+
+
+def _rows(db: Path) -> list:
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT address, size FROM blobs ORDER BY address").fetchall()
+
+
+def test_ctrl_c_exits_130_with_an_interrupted_error_and_the_store_unchanged(work):
+    assert ev("put", "a.txt", cwd=work).returncode == 0
+    before = _rows(work / "evstore.db")
+    proc = subprocess.Popen(
+        [EXE, "--json", "put", "-"],
+        cwd=work,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        proc.stdin.write(b"x" * (3 << 20))  # past one chunk: the put is under way
+        proc.stdin.flush()
+        time.sleep(2.0)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        for f in (proc.stdin, proc.stdout, proc.stderr):
+            f.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 130, err
+    assert json.loads(out)["error"]["code"] == "interrupted.signal"
+    assert b"Traceback" not in err
+    assert _rows(work / "evstore.db") == before
+
+
+def _on_a_terminal(args, cwd, limit=60.0):
+    """Run the console script with stderr on a pseudo-terminal; (stdout, terminal output)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [EXE, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL
+    )
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    with proc.stdout:
+        out = proc.stdout.read()
+    proc.wait(timeout=10)
+    return proc.returncode, out, seen
+
+
+def test_progress_on_a_terminal_only_and_faults_on_their_own_lines(work):
+    for i in range(3):
+        (work / f"b{i}.txt").write_bytes(b"blob %d\n" % i)
+        assert ev("put", f"b{i}.txt", cwd=work).returncode == 0
+    r = ev("check", cwd=work)
+    assert r.returncode == 0 and r.stderr == b""  # not a terminal: no progress
+    rc, out, tty = _on_a_terminal(["check"], work)
+    assert rc == 0 and b"check" in tty and b"100%" in tty
+    assert out.strip() == b"ok: no faults"
+    rc, out, tty = _on_a_terminal(["--json", "check"], work)
+    assert tty == b"" and json.loads(out)["ok"] is True
+    rc, out, tty = _on_a_terminal(["-q", "check"], work)
+    assert tty == b""
+    address = json.loads(ev("--json", "put", "a.txt", cwd=work).stdout)["address"]
+    _corrupt(work / "evstore.db", address.removeprefix("blake3:"))
+    rc, out, tty = _on_a_terminal(["check"], work)
+    assert rc == 1
+    fault = [ln for ln in out.splitlines() if b"corruption.digest" in ln]
+    assert len(fault) == 1 and fault[0].startswith(address.encode() + b" corruption.digest")
