@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from .common import Ctx, emit, open_store, pass_ctx
+from .common import Ctx, emit, open_store, pass_ctx, progress
 
 __all__ = ["closure", "ingest_bundle", "refs", "register", "runs"]
 
@@ -33,8 +33,8 @@ def ingest_bundle(ctx: Ctx, directory: str, source_document: str | None) -> None
     Exit codes: 0 stored; 1 rejected (bundle.*, context.*, json.*, any kind's codes;
     nothing written) or store error; 2 usage.
     """
-    with open_store(ctx, create=True) as store:
-        report = store.runs.ingest_bundle(directory, source_document=source_document)
+    with open_store(ctx, create=True) as store, progress(ctx, "ingest-bundle") as bar:
+        report = store.runs.ingest_bundle(directory, source_document=source_document, progress=bar)
 
     def human(r: Any) -> None:
         flag = "new" if r.record.new else "not new"

@@ -100,9 +100,15 @@ def _store_artifact(txn: Txn, f: BundleFile) -> ArtifactResult:
 
 
 def _ingest_files(
-    txn: Txn, files: list[BundleFile], source_document: str | None
+    txn: Txn,
+    files: list[BundleFile],
+    source_document: str | None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any], dict[str, dict[str, Any]]]:
-    """Store each file in dependency order; returns (record files, evidence status, report)."""
+    """Store each file in dependency order; returns (record files, evidence status, report).
+
+    ``progress(done, total)`` is called after each file (counted in files).
+    """
     entries: dict[str, dict[str, Any]] = {}
     report: dict[str, dict[str, Any]] = {}
     sources: dict[str, list[str]] = {}  # source_id -> artifact addresses in this bundle
@@ -130,6 +136,8 @@ def _ingest_files(
             if f.kind == "evidence-context":
                 status = {"logical_file": f.name, **result.info}
         entries[f.name] = entry
+        if progress is not None:
+            progress(len(entries), len(files))
     return entries, status, report
 
 
@@ -223,6 +231,7 @@ class RunOps:
         *,
         source_document: str | None = None,
         options: Mapping[str, Any] | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> RunReport:
         """Store a run bundle as one run record, in one transaction (all or nothing).
 
@@ -231,6 +240,8 @@ class RunOps:
             source_document: content ref of a stored source document to check the evidence
                 context against; overrides the bundle's own source document.
             options: options for the kind handlers (e.g. ``scope`` for fragments).
+            progress: called as ``(done, total)`` files after each stored file (the CLI
+                draws its bar from it); called again from 0 if the transaction is retried.
 
         Returns:
             The :class:`RunReport`; the same bundle again gives the same record, ``new`` False.
@@ -243,7 +254,7 @@ class RunOps:
 
         def work(txn: Txn) -> RunReport:
             index_blob = txn.put_blob(index_data)
-            entries, status, report = _ingest_files(txn, files, source_document)
+            entries, status, report = _ingest_files(txn, files, source_document, progress)
             tree: dict[str, Any] = {
                 "record": RUN_RECORD_FORMAT,
                 "index": {"raw": index_blob.digest.address, "size": index_blob.digest.size},

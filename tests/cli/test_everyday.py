@@ -208,3 +208,20 @@ def test_progress_on_a_terminal_only_and_faults_on_their_own_lines(work):
     assert rc == 1
     fault = [ln for ln in out.splitlines() if b"corruption.digest" in ln]
     assert len(fault) == 1 and fault[0].startswith(address.encode() + b" corruption.digest")
+
+
+def test_progress_of_a_bundle_and_of_large_put_and_get(work):
+    bundle = Path(__file__).resolve().parents[2] / "examples" / "bundle"
+    rc, out, tty = _on_a_terminal(["ingest-bundle", str(bundle)], work)
+    assert rc == 0 and b"ingest-bundle" in tty and b"100%" in tty
+    assert b"run  (new)" in out
+    big = work / "big.bin"
+    big.write_bytes(os.urandom(9 << 20))  # past PROGRESS_MIN (8 MiB)
+    rc, out, tty = _on_a_terminal(["put", "big.bin"], work)
+    assert rc == 0 and b"put big.bin" in tty and b"9.4" in tty  # 9.4 MB done
+    address = out.strip().decode()
+    rc, out, tty = _on_a_terminal(["get", address, "-o", "copy.bin"], work)
+    assert rc == 0 and b"get copy.bin" in tty
+    assert (work / "copy.bin").read_bytes() == big.read_bytes()
+    r = ev("put", "big.bin", cwd=work)  # not a terminal: nothing but the note
+    assert r.stderr == b"already stored (not new)\n"
