@@ -61,7 +61,8 @@ def quote(ctx: Ctx, ref: str) -> None:
     """Print the exact quoted bytes of the stored fragment REF (nothing appended).
 
     The bytes come from the source version the fragment was verified against and are
-    re-verified first. With --json: one object with the quote as text and its offsets.
+    re-verified first. With --json: one object with the ref, the quote as text and its size
+    in bytes (the offsets are in the fragment itself: evstore get REF).
 
     Exit codes: 0 ok; 1 ref.syntax, not-found.blob, not-found.fragment,
     fragment.unknown-content, corruption.*.

@@ -36,8 +36,6 @@ evstore refs --all "$SRC"
 echo "== recompute an excerpt from the stored source document"
 evstore excerpt "$SRC" --ref 31:31 --ref 33:33 --window 1; echo
 
-# @@AREAS@@
-
 echo "== all artifacts"
 evstore ls
 echo "== check"

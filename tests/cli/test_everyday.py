@@ -225,3 +225,45 @@ def test_progress_of_a_bundle_and_of_large_put_and_get(work):
     assert (work / "copy.bin").read_bytes() == big.read_bytes()
     r = ev("put", "big.bin", cwd=work)  # not a terminal: nothing but the note
     assert r.stderr == b"already stored (not new)\n"
+
+
+def test_a_command_option_named_like_a_global_one_stays_the_commands():
+    import click
+
+    from evstore.cli.main import hoist_global_options
+
+    @click.group()
+    def grp():
+        pass
+
+    @grp.command()
+    @click.option("--json", "own", is_flag=True)
+    @click.option("--kind")
+    def mine(own, kind):
+        pass
+
+    @grp.command()
+    @click.option("--kind")
+    def other(kind):
+        pass
+
+    assert hoist_global_options(grp, ["mine", "--json", "--store", "u"]) == [
+        "--store",
+        "u",
+        "mine",
+        "--json",
+    ]
+    assert hoist_global_options(grp, ["other", "--kind", "--json", "--json", "-q"]) == [
+        "--json",
+        "-q",
+        "other",
+        "--kind",
+        "--json",
+    ]
+    assert hoist_global_options(grp, ["--store", "u", "other", "--", "--json"]) == [
+        "--store",
+        "u",
+        "other",
+        "--",
+        "--json",
+    ]
