@@ -333,7 +333,7 @@ class EvstoreGroup(click.Group):
         formatter.write_text(
             "Exit codes: 0 ok; 1 evstore error (the printed code says which) or failed "
             "check; 2 usage; 130 interrupted (store unchanged). Global options may also "
-            "follow the command. Shell completion: docs/cli.md."
+            "follow the command. Shell completion: README.md."
         )
 
 
