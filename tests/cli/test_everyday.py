@@ -267,3 +267,21 @@ def test_a_command_option_named_like_a_global_one_stays_the_commands():
         "--",
         "--json",
     ]
+
+
+def test_documented_shell_completion_works(work):
+    env = {**os.environ, "_EVSTORE_COMPLETE": "bash_source"}
+    r = subprocess.run([EXE], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert r.returncode == 0 and "_evstore_completion" in r.stdout
+    env = {
+        **env,
+        "_EVSTORE_COMPLETE": "bash_complete",
+        "COMP_WORDS": "evstore in",
+        "COMP_CWORD": "1",
+    }
+    r = subprocess.run([EXE], env=env, capture_output=True, text=True, timeout=60, check=False)
+    got = r.stdout.split()
+    assert {"plain,ingest", "plain,ingest-bundle", "plain,ingest-source", "plain,init"} <= set(got)
+    assert all(x.startswith("plain,in") for x in got)
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert 'eval "$(_EVSTORE_COMPLETE=bash_source evstore)"' in readme
