@@ -78,7 +78,7 @@ def test_runnable_blocks_print_what_the_docs_show(path, tmp_path):
     shutil.copytree(ROOT / "examples", tmp_path / "examples")
     script = ["set +e"]
     for i, (cmd, _) in enumerate(cmds):
-        script += [f"echo '@@cmd {i}@@'", f"{cmd} 2>&1", f"echo \"@@rc {i} $?@@\""]
+        script += [f"echo '@@cmd {i}@@'", f"{cmd} 2>&1", f'echo "@@rc {i} $?@@"']
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVSTORE_")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONUNBUFFERED"] = "1"
