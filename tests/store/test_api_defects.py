@@ -71,7 +71,9 @@ def test_a_closed_store_refuses_every_call(store_url):
         "runs": lambda: store.runs,
     }
     public = {
-        n for n in dir(evstore.Store) if not n.startswith("_") and n not in ("close", "url", "db")
+        n
+        for n in dir(evstore.Store)
+        if not n.startswith("_") and n not in ("close", "url", "path", "db")
     }
     assert public == set(calls), public ^ set(calls)
     for name, call in calls.items():
