@@ -79,7 +79,10 @@ def pg_template() -> str:
         if _require("EVSTORE_REQUIRE_PG"):
             pytest.fail(msg + " and EVSTORE_REQUIRE_PG=1")
         pytest.skip(msg)
-    name = f"evstore_tmpl_{os.getpid()}"
+    # One template per test process: pytest-xdist workers (gw0, gw1, ...) each build their own,
+    # and several checkouts may run the suite against one server at once.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    name = f"evstore_tmpl_{worker}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     _pg_exec(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
     _pg_exec(f"CREATE DATABASE {name}")
     evstore.open(_pg_url(name), create=True).close()
