@@ -296,7 +296,7 @@ def _violations(modules, allowed) -> list[str]:
             why = allowed(m, target, name, inner)
             if why:
                 bad.append(f"{_sources()[m][0].relative_to(ROOT)}:{line}: imports {target} ({why})")
-    return bad
+    return list(dict.fromkeys(bad))
 
 
 def test_base_layer_imports_only_the_base_layer():
@@ -310,7 +310,8 @@ def test_base_layer_imports_only_the_base_layer():
             return ""
         return "the base layer imports no contract, core or facade module"
 
-    assert _violations(base, allowed) == []
+    bad = _violations(base, allowed)
+    assert not bad, "\n".join(bad)
 
 
 def test_contract_rules_modules_are_pure():
@@ -331,7 +332,8 @@ def test_contract_rules_modules_are_pure():
             return "store/ never imports the CLI"
         return ""
 
-    assert _violations(rules, allowed) == []
+    bad = _violations(rules, allowed)
+    assert not bad, "\n".join(bad)
 
 
 def test_contract_store_modules_never_import_the_facade():
@@ -347,7 +349,8 @@ def test_contract_store_modules_never_import_the_facade():
             return "store/ never imports the CLI"
         return ""
 
-    assert _violations(stores, allowed) == []
+    bad = _violations(stores, allowed)
+    assert not bad, "\n".join(bad)
 
 
 def test_store_never_imports_the_cli():
@@ -358,7 +361,8 @@ def test_store_never_imports_the_cli():
             return "store/ never imports the CLI"
         return ""
 
-    assert _violations(store, allowed) == []
+    bad = _violations(store, allowed)
+    assert not bad, "\n".join(bad)
 
 
 def test_cli_imports_only_the_public_surface():
@@ -391,7 +395,7 @@ def test_cli_imports_only_the_public_surface():
                 and node.attr not in public
             ):
                 bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: evstore.{node.attr}")
-    assert bad == []
+    assert not bad, "\n".join(bad)
 
 
 def test_no_module_over_800_lines_no_function_over_100():
@@ -408,4 +412,4 @@ def test_no_module_over_800_lines_no_function_over_100():
                     bad.append(
                         f"{rel}:{node.lineno}: {node.name}() {n} lines (max {MAX_FUNCTION_LINES})"
                     )
-    assert bad == []
+    assert not bad, "\n".join(bad)
