@@ -115,6 +115,8 @@ from functools import cache  # noqa: E402
 BASE = {"errors", "digests", "refs", "canonical", "db", "tables", "settings"}
 #: Contract store modules (handlers, bindings, Ops namespaces).
 CONTRACT_STORE = {"fragments", "manifests", "packages", "contexts", "runs", "lineage"}
+#: Module name prefixes of a contract's helper modules (store/fragment_bindings.py, ...).
+CONTRACT_PREFIXES = ("fragment_", "manifest_", "package_", "context_", "run_", "lineage_")
 #: The pure rules modules (no database): one per contract, plus the shared bundle layout.
 RULES_MODULES = {
     "fragment_rules",
@@ -225,11 +227,15 @@ def _short(module: str) -> str:
 
 
 def _is_rules(short: str) -> bool:
-    return short.endswith("_rules") or short == "bundle_layout"
+    """A pure contract module: rules, JSON Schema glue, the shared bundle layout."""
+    return short.endswith(("_rules", "_schema")) or short == "bundle_layout"
 
 
 def _is_contract_store(short: str) -> bool:
-    return short in CONTRACT_STORE or (short.startswith("fragment_") and not _is_rules(short))
+    """A contract module that may use the database: the store modules and their helpers."""
+    if _is_rules(short):
+        return False
+    return short in CONTRACT_STORE or short.startswith(CONTRACT_PREFIXES)
 
 
 def test_the_import_graph_sees_function_level_and_type_checking_imports():
