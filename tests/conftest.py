@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
+import uuid
 from pathlib import Path
 
 import pytest
+
+import evstore
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = (REPO.parent / "shared").resolve()
@@ -32,11 +36,6 @@ def shared_dir() -> Path:
 # ---------------------------------------------------------------------------------------
 # Backends: every test that takes `store` runs on SQLite and on PostgreSQL.
 # ---------------------------------------------------------------------------------------
-import shutil  # noqa: E402
-import uuid  # noqa: E402
-
-import evstore  # noqa: E402
-
 PG_ADMIN = os.environ.get("EVSTORE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
 

@@ -1,9 +1,10 @@
 """A store made by an older evstore opens, passes `evstore check` and reads back byte for byte.
 
 tests/data/store-0002.json holds every row of a store that the code of main before issue 9
-made from examples/ (every kind), plus a chunked blob, two recorded warnings and a changed
-setting (tools/make_upgrade_fixture.py). Each test creates an empty store at that dump's
-Alembic revision, inserts the rows as they were, and then uses the current code on it.
+(commit aacb405, schema revision 0002) made from examples/ (every kind), plus a chunked
+blob, two recorded warnings and a changed setting (tools/make_upgrade_fixture.py). Each test
+creates an empty store at that dump's Alembic revision, inserts the rows as they were, and
+then uses the current code on it.
 """
 
 from __future__ import annotations
