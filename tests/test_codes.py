@@ -164,3 +164,36 @@ def test_binding_namespaces_are_not_taken_for_codes(sites):
 def test_the_public_error_families_are_the_table_s():
     for cls in FAMILY_CLASS.values():
         assert getattr(evstore, cls.__name__) is cls
+
+
+def test_faults_hold_errors_then_warnings_in_order():
+    faults = Faults()
+    assert faults.ok and not faults and len(faults) == 0 and faults.first() is None
+    faults.raise_first()  # no error: nothing raised
+    first = faults.add("fragment.range", "first", "/a", start=1, end=None)
+    warning = faults.warn("package.context-bytes", "a warning", "/context/bytes")
+    second = error("fragment.boundary", "second", "/b")
+    faults.extend([second])
+    assert not faults.ok and bool(faults) and len(faults) == 2
+    assert list(faults) == [first, second] and faults.first() is first
+    assert faults.warnings == [warning] and warning.family == "contract"
+    assert first.details == {"start": 1}  # None details are dropped
+    other = Faults()
+    other.warn("package.context-tokens", "another", "/context/tokens")
+    faults.extend(other)
+    assert [w.code for w in faults.warnings] == ["package.context-bytes", "package.context-tokens"]
+    with pytest.raises(errors.FragmentError) as raised:
+        faults.raise_first()
+    assert raised.value is first
+    assert Faults.of(faults) is faults
+    assert Faults.of([second]).errors == [second] and Faults.of(None).ok
+
+
+def test_error_rule_path_and_unknown_codes():
+    err = error("manifest.schema", "m", rule="orbidocs#narrower", path="in.json")
+    assert err.rule == "orbidocs#narrower" and err.path == "in.json"
+    assert err.to_dict()["path"] == "in.json" and str(err).startswith("in.json: manifest.schema")
+    with pytest.raises(KeyError):
+        error("no.such-code", "m")
+    assert errors.escape_pointer("a/b~c") == "a~1b~0c"
+    assert errors.join_pointer("/x", "a/b", 0) == "/x/a~1b/0"
