@@ -226,16 +226,33 @@ def _short(module: str) -> str:
     return module.removeprefix("evstore.")
 
 
+DB_TOP = {"sqlalchemy", "alembic", "psycopg", "sqlite3"}
+
+
+def _touches_the_database(short: str) -> bool:
+    """True when the module itself imports a database, transaction or facade module."""
+    for target, _, _ in _graph()[f"evstore.{short}"]:
+        inner = _internal(target)
+        if target.split(".")[0] in DB_TOP:
+            return True
+        if inner is not None and (inner == "evstore" or _short(inner) in RULES_FORBIDDEN):
+            return True
+    return False
+
+
 def _is_rules(short: str) -> bool:
-    """A pure contract module: rules, JSON Schema glue, the shared bundle layout."""
-    return short.endswith(("_rules", "_schema")) or short == "bundle_layout"
+    """A pure contract module: rules, JSON Schema glue, the shared bundle layout, and any
+    contract helper (fragment_bytes, package_context, ...) that uses no database itself."""
+    if short.endswith(("_rules", "_schema")) or short == "bundle_layout":
+        return True
+    return short.startswith(CONTRACT_PREFIXES) and not _touches_the_database(short)
 
 
 def _is_contract_store(short: str) -> bool:
     """A contract module that may use the database: the store modules and their helpers."""
-    if _is_rules(short):
-        return False
-    return short in CONTRACT_STORE or short.startswith(CONTRACT_PREFIXES)
+    if short in CONTRACT_STORE:
+        return True
+    return short.startswith(CONTRACT_PREFIXES) and not _is_rules(short)
 
 
 def test_the_import_graph_sees_function_level_and_type_checking_imports():
