@@ -57,6 +57,7 @@ from _common import (  # noqa: E402
 )
 
 import evstore  # noqa: E402
+from evstore import manifest_rules as R  # noqa: E402
 from evstore import manifests as M  # noqa: E402
 from evstore.digests import sha256_b64u  # noqa: E402
 
@@ -135,7 +136,7 @@ def make_manifest(k: int, content: bytes) -> dict[str, Any]:
     proposal = next(it for it in items if it["kind"] == "proposal")
     digest = "sha256:" + sha256_b64u(content)
     doc = {
-        "schema": M.SCHEMA_NAME,
+        "schema": R.SCHEMA_NAME,
         "query/id": f"query:bench-{k}",
         "room/id": "room:bench",
         "reader": {"kind": "participant", "id": "participant:reviewer"},
@@ -153,7 +154,7 @@ def make_manifest(k: int, content: bytes) -> dict[str, Any]:
             "candidate/digest": candidate["digest"],
         },
     }
-    doc["manifest/ref"] = M.compute_manifest_ref(doc)
+    doc["manifest/ref"] = R.compute_manifest_ref(doc)
     return doc
 
 
@@ -163,9 +164,11 @@ def build_workload(n: int) -> tuple[list[bytes], list[bytes]]:
     manifests = []
     for k, content in enumerate(contents):
         doc = make_manifest(k, content)
-        errors, warnings = M.validate(doc)
-        if errors or warnings:
-            raise RuntimeError(f"benchmark manifest {k} is not valid: {errors or warnings}")
+        faults = R.validate(doc)
+        if faults.errors or faults.warnings:
+            raise RuntimeError(
+                f"benchmark manifest {k} is not valid: {faults.errors or faults.warnings}"
+            )
         manifests.append(json.dumps(doc, ensure_ascii=False, indent=1).encode())
     return manifests, contents
 
@@ -198,7 +201,7 @@ def _ceiling_rows(
         # The form without manifest/ref, cut from the canonical bytes (a top-level member
         # between others, so a comma follows it).
         body = canonical.replace(b'"manifest/ref":' + rfc8785.dumps(ref) + b",", b"", 1)
-        if M.MANIFEST_REF_PREFIX + sha256_b64u(body) != ref:
+        if R.MANIFEST_REF_PREFIX + sha256_b64u(body) != ref:
             raise RuntimeError("self-address mismatch")
         address = blake3.blake3(canonical).hexdigest()
         c_address = blake3.blake3(content).hexdigest()
@@ -309,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         run_ours(args.backend, pairs, args.profile == "single", profile=True)
         return 0
-    validator = jsonschema_rs.Draft202012Validator(M.load_schema(), validate_formats=True)
+    validator = jsonschema_rs.Draft202012Validator(R.load_schema(), validate_formats=True)
     load_before = os.getloadavg()
     times: dict[str, list[float]] = {
         "ours_batched": [],

@@ -48,6 +48,9 @@ from _common import (  # noqa: E402
 )
 
 import evstore  # noqa: E402
+from evstore import package_context as PC  # noqa: E402
+from evstore import package_rules as PR  # noqa: E402
+from evstore import package_schema as PS  # noqa: E402
 from evstore import packages as P  # noqa: E402
 
 __all__ = ["main"]
@@ -172,7 +175,7 @@ def make_package(k: int) -> dict[str, Any]:
             ],
         },
     }
-    n = P.context_fixed_point(doc["context"])
+    n = PC.context_fixed_point(doc["context"])
     doc["context"]["bytes"] = doc["context"]["tokens"] = n
     return doc
 
@@ -194,7 +197,7 @@ def _ceiling_rows(datas: list[bytes], validator: Any) -> dict[str, list[tuple[An
         rows["blobs"].append(
             (address, hashlib.sha256(canonical).hexdigest(), len(canonical), canonical, None)
         )
-        rows["artifacts"].append((address, "package", P.RELEASE))
+        rows["artifacts"].append((address, "package", PR.CONTRACT_VERSION))
         found = [
             ("package_id", doc["id"]),
             ("workspace_id", doc["workspace_id"]),
@@ -293,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     p = QUICK if args.quick else FULL
     datas = [json.dumps(make_package(k), ensure_ascii=False).encode() for k in range(p["n"])]
     validator = jsonschema_rs.validator_map_for(
-        P.load_schema(), validate_formats=True, offline=True
+        PS.load_schema(), validate_formats=True, offline=True
     )["#"]
     if args.profile:
         run_ours(args.backend, datas, profile=True)

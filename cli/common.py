@@ -1,6 +1,7 @@
-"""Shared CLI plumbing: the store option, output rendering, and the one error handler.
+"""Shared CLI plumbing: the invocation context, shared options, input and output rendering.
 
 Only cli/ reads the environment (EVSTORE_URL), touches stdin/stdout and picks exit codes.
+The CLI imports only the public surface (``evstore``, its ``__all__``) and ``evstore.cli.*``.
 """
 
 from __future__ import annotations
@@ -15,13 +16,16 @@ from typing import Any, NoReturn
 import click
 
 import evstore
-from evstore.errors import InputError
 
 __all__ = [
     "DEFAULT_URL",
     "Ctx",
+    "digest_lines",
+    "digests_option",
     "emit",
+    "env_url",
     "fail",
+    "ingest_options",
     "open_store",
     "output_option",
     "pass_ctx",
@@ -53,6 +57,71 @@ output_option = click.option(
 )
 
 
+#: ``--digests`` for commands that print an address: also print SHA-256 in hex and base64url.
+digests_option = click.option(
+    "--digests", is_flag=True, help="Also print SHA-256 in hex and base64url."
+)
+
+
+def ingest_options(fn: Any) -> Any:
+    """The options and FILES argument shared by ``ingest`` and ``validate``."""
+    opts = [
+        click.option(
+            "--kind",
+            "kind",
+            default=None,
+            metavar="KIND",
+            help="Kind of every FILE (docs/kinds.md); detected when omitted.",
+        ),
+        click.option(
+            "--content",
+            "contents",
+            multiple=True,
+            type=click.Path(dir_okay=False),
+            help="Bytes a document refers to by SHA-256 (e.g. a manifest's rendered content). "
+            "Repeatable.",
+        ),
+        click.option(
+            "--source",
+            "sources",
+            multiple=True,
+            nargs=3,
+            metavar="DOCUMENT_ID FRAGMENT_ID FILE",
+            help="Source bytes of fragments in a templiqx eval output. Repeatable.",
+        ),
+        click.option(
+            "--host-id",
+            default=None,
+            help="Scope host_id binding every fragment (with the other two).",
+        ),
+        click.option("--tenant-id", default=None, help="Scope tenant_id (all three or none)."),
+        click.option(
+            "--authorization-scope-id",
+            default=None,
+            help="Scope authorization_scope_id (all three or none).",
+        ),
+        click.option(
+            "--source-document",
+            default=None,
+            metavar="REF",
+            help="Stored source document an evidence context is checked against.",
+        ),
+        digests_option,
+        click.argument("files", nargs=-1, required=True),
+    ]
+    for o in reversed(opts):
+        fn = o(fn)
+    return fn
+
+
+def digest_lines(d: dict[str, Any], with_digests: bool) -> str:
+    """The address of a digest-forms dict, then (``with_digests``) its two SHA-256 forms."""
+    lines = [str(d["address"])]
+    if with_digests:
+        lines += [str(d["sha256"]), str(d["sha256_b64u"])]
+    return "\n".join(lines)
+
+
 def open_store(ctx: Ctx, *, create: bool = False) -> evstore.Store:
     """Open the invocation's store (only init, put and the ingest commands pass create=True)."""
     return evstore.open(ctx.url, create=create)
@@ -68,6 +137,7 @@ def emit(ctx: Ctx, obj: Any, human: Callable[[Any], None] | str | None = None) -
     """Print a result: exactly one JSON object with --json, else the human rendering.
 
     Args:
+        ctx: the invocation (``ctx.json`` picks the form).
         obj: a dict or an object with ``to_dict()``.
         human: a callable that prints the human form, or a str to print, or None (JSON
             pretty-printed).
@@ -104,8 +174,8 @@ def read_input(path: str) -> bytes:
     try:
         return Path(path).read_bytes()
     except OSError as exc:
-        raise InputError(
-            f"cannot read {path}: {exc.strerror}", code="input.unreadable", path=path
+        raise evstore.error(
+            "input.unreadable", f"cannot read {path}: {exc.strerror}", path=path
         ) from None
 
 
@@ -124,8 +194,8 @@ def write_output(
                 fh.write(chunk)
                 size += len(chunk)
     except OSError as exc:
-        raise InputError(
-            f"cannot write {path}: {exc.strerror}", code="output.unwritable", path=path
+        raise evstore.error(
+            "output.unwritable", f"cannot write {path}: {exc.strerror}", path=path
         ) from None
     if ctx.json:
         emit(ctx, {"ok": True, "output": path, "size": size, **(extra or {})})

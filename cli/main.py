@@ -1,4 +1,9 @@
-"""The ``evstore`` command: global options, the one error handler, and the core commands.
+"""The ``evstore`` command: global options, the one error handler, and command loading.
+
+Commands live in modules grouped by area: cli/objects.py, cli/ingest.py, cli/admin.py and one
+module per contract (cli/fragments.py, cli/manifests.py, cli/packages.py, cli/contexts.py,
+cli/runs.py). A contract module is imported only when one of its commands runs (or help
+lists every command), so an everyday command does not pay for the contracts.
 
 Exit codes (every command): 0 ok; 1 any evstore error (input rejected, not found, corruption,
 binding conflict, store state: the printed code tells them apart) or a failed check/has;
@@ -14,11 +19,13 @@ from typing import Any
 
 import click
 
-from evstore.errors import EvstoreError, InputError
+import evstore
 
+from . import admin, objects
+from . import ingest as ingest_commands
 from .common import Ctx, env_url
 
-__all__ = ["cli", "main"]
+__all__ = ["AREAS", "AREA_COMMANDS", "EvstoreGroup", "cli", "main"]
 
 
 def _usage_json(message: str, code: int) -> None:
@@ -41,11 +48,109 @@ def _usage_json(message: str, code: int) -> None:
     sys.exit(code)
 
 
+#: Command name -> the contract CLI module (under evstore.cli) that defines it.
+AREA_COMMANDS: dict[str, str] = {
+    "closure": "runs",
+    "excerpt": "contexts",
+    "export": "packages",
+    "fragment-sources": "fragments",
+    "fragments": "fragments",
+    "ingest-bundle": "runs",
+    "ingest-source": "fragments",
+    "manifest": "manifests",
+    "package": "packages",
+    "quote": "fragments",
+    "refs": "runs",
+    "runs": "runs",
+}
+
+#: The contract CLI modules, in registration order.
+AREAS = ("fragments", "manifests", "packages", "contexts", "runs")
+
+
+def _unavailable(name: str, area: str, exc: ImportError) -> click.Command:
+    """A stand-in for a command whose module cannot be imported: it fails closed, typed."""
+
+    def callback() -> None:
+        raise evstore.error(
+            "store.kind-unavailable",
+            f"the {area} commands are not available in this installation ({exc}); "
+            "reinstall evstore with its dependencies",
+            area=area,
+        )
+
+    return click.Command(
+        name,
+        callback=callback,
+        help=f"Not available in this installation ({exc}).",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    )
+
+
 class EvstoreGroup(click.Group):
     """A click group whose one handler turns every EvstoreError into output and exit code 1.
 
     Usage errors exit 2; with --json they too print exactly one JSON object on stdout.
+    Contract command modules are loaded on first use (``commands`` loads them all).
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._loaded: set[str] = set()
+        self._own: dict[str, click.Command] = {}
+        super().__init__(*args, **kwargs)
+
+    @property  # type: ignore[override]
+    def commands(self) -> dict[str, click.Command]:
+        """Every command (loads every contract module)."""
+        for area in AREAS:
+            self._load(area)
+        return self._own
+
+    @commands.setter
+    def commands(self, value: dict[str, click.Command]) -> None:
+        """Replace the registered commands (click sets them at construction)."""
+        self._own = dict(value)
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        """Register ``cmd`` without loading the contract modules."""
+        name = name or cmd.name
+        if name is None:
+            raise TypeError("Command has no name.")
+        self._own[name] = cmd
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command ``cmd_name``, loading only the contract module that defines it."""
+        if cmd_name not in self._own:
+            area = AREA_COMMANDS.get(cmd_name)
+            for a in [area] if area is not None else AREAS:
+                self._load(a)
+        return self._own.get(cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command name, sorted (loads every contract module)."""
+        return sorted(self.commands)
+
+    def _load(self, area: str) -> None:
+        """Import the contract CLI module ``area`` once and register its commands."""
+        if area in self._loaded:
+            return
+        self._loaded.add(area)
+        try:
+            module = importlib.import_module(f"evstore.cli.{area}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"evstore.cli.{area}":
+                return  # no such area in this tree
+            self._stand_in(area, exc)
+            return
+        except ImportError as exc:
+            self._stand_in(area, exc)
+            return
+        module.register(self)
+
+    def _stand_in(self, area: str, exc: ImportError) -> None:
+        for name, owner in AREA_COMMANDS.items():
+            if owner == area and name not in self._own:
+                self._own[name] = _unavailable(name, area, exc)
 
     def main(
         self,
@@ -55,6 +160,7 @@ class EvstoreGroup(click.Group):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
+        """Run the CLI; usage errors exit 2 (one JSON object with --json)."""
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         argv = list(sys.argv[1:] if args is None else args)
@@ -72,9 +178,22 @@ class EvstoreGroup(click.Group):
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; an EvstoreError becomes its output and exit code 1.
+
+        An ImportError met while a command runs (a dependency missing from this
+        installation) fails closed as ``store.kind-unavailable``.
+        """
         try:
-            return super().invoke(ctx)
-        except EvstoreError as err:
+            try:
+                return super().invoke(ctx)
+            except ImportError as exc:
+                raise evstore.error(
+                    "store.kind-unavailable",
+                    f"this command needs a module missing from this installation ({exc}); "
+                    "reinstall evstore with its dependencies",
+                    module=exc.name,
+                ) from exc
+        except evstore.EvstoreError as err:
             obj = ctx.find_object(Ctx)
             as_json = obj.json if obj is not None else "--json" in sys.argv
             if as_json:
@@ -90,6 +209,7 @@ class EvstoreGroup(click.Group):
             ctx.exit(1)
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The exit codes, after the command list."""
         formatter.write_paragraph()
         formatter.write_text(
             "Exit codes: 0 ok; 1 evstore error (the printed code says which) or failed "
@@ -117,27 +237,14 @@ def cli(ctx: click.Context, url: str | None, as_json: bool) -> None:
     for arg in sys.argv[1:]:
         # Undecodable bytes arrive as lone surrogates (PEP 383); they are no evstore input.
         if any("\udc80" <= ch <= "\udcff" for ch in arg):
-            raise InputError(
+            raise evstore.error(
+                "input.argument-encoding",
                 f"a command-line argument is not valid UTF-8: {arg.encode('utf-8', 'replace')!r}",
-                code="input.argument-encoding",
             )
 
 
-def _register_areas() -> None:
-    from . import objects
-
-    objects.register(cli)
-    for area in ("fragments", "manifests", "packages", "contexts", "runs"):
-        try:
-            module = importlib.import_module(f"evstore.cli.{area}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"evstore.cli.{area}":
-                raise
-            continue
-        module.register(cli)
-
-
-_register_areas()
+for _area in (admin, ingest_commands, objects):
+    _area.register(cli)
 
 
 def main() -> None:

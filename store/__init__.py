@@ -6,26 +6,81 @@
     ...     store.get(put.digest.address)
     b'hello'
 
-The public surface is this module: :func:`open`, :class:`Store`, the value types and the
-error tree (see evstore.errors). Everything else is internal.
+The public surface is this module: :func:`open`, :class:`Store`, the schema commands
+(:func:`init`, :func:`migrate`), the value types, the kind and JSON helpers the CLI uses,
+and the error tree (see evstore.errors). Everything else is internal.
+
+Names load lazily (PEP 562): ``import evstore`` imports nothing else, and each name imports
+its module on first use, so a command pays only for what it touches.
 """
 
-from .api import Document, IngestReport, Store, open
-from .artifacts import ArtifactInfo, ArtifactResult
-from .blobs import PutResult
-from .digests import Digest
-from .errors import (
-    BindingConflict,
-    ContractError,
-    CorruptionError,
-    EvstoreError,
-    InputError,
-    JSONFormError,
-    NotFound,
-    RefSyntaxError,
-    StoreStateError,
-)
-from .refs import ContentRef, parse_ref
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .api import Store, init, migrate, open
+    from .artifacts import ArtifactInfo, ArtifactResult, Document, IngestReport
+    from .blobs import PutResult
+    from .canonical import dumps, loads
+    from .digests import Digest, digest_bytes
+    from .errors import (
+        BindingConflict,
+        ContractError,
+        CorruptionError,
+        EvstoreError,
+        Faults,
+        InputError,
+        JSONFormError,
+        NotFound,
+        RefSyntaxError,
+        StoreStateError,
+        error,
+    )
+    from .fragment_rules import scope_from_parts as fragment_scope
+    from .kinds import check_kind, known_kinds
+    from .manifest_rules import manifest_address
+    from .package_context import context_size as package_context_size
+    from .package_rules import normalize_uuid
+    from .refs import ContentRef, parse_ref
+
+#: Public name -> the module (under evstore) that defines it, or "module:attribute" where the
+#: public name differs from the module's own.
+_SOURCES: dict[str, str] = {
+    "ArtifactInfo": "artifacts",
+    "ArtifactResult": "artifacts",
+    "BindingConflict": "errors",
+    "ContentRef": "refs",
+    "ContractError": "errors",
+    "CorruptionError": "errors",
+    "Digest": "digests",
+    "Document": "artifacts",
+    "EvstoreError": "errors",
+    "Faults": "errors",
+    "IngestReport": "artifacts",
+    "InputError": "errors",
+    "JSONFormError": "errors",
+    "NotFound": "errors",
+    "PutResult": "blobs",
+    "RefSyntaxError": "errors",
+    "Store": "api",
+    "StoreStateError": "errors",
+    "check_kind": "kinds",
+    "digest_bytes": "digests",
+    "dumps": "canonical",
+    "error": "errors",
+    "fragment_scope": "fragment_rules:scope_from_parts",
+    "init": "api",
+    "known_kinds": "kinds",
+    "loads": "canonical",
+    "manifest_address": "manifest_rules",
+    "migrate": "api",
+    "normalize_uuid": "package_rules",
+    "open": "api",
+    "package_context_size": "package_context:context_size",
+    "parse_ref": "refs",
+}
 
 __all__ = [
     "ArtifactInfo",
@@ -37,6 +92,7 @@ __all__ = [
     "Digest",
     "Document",
     "EvstoreError",
+    "Faults",
     "IngestReport",
     "InputError",
     "JSONFormError",
@@ -45,6 +101,33 @@ __all__ = [
     "RefSyntaxError",
     "Store",
     "StoreStateError",
+    "check_kind",
+    "digest_bytes",
+    "dumps",
+    "error",
+    "fragment_scope",
+    "init",
+    "known_kinds",
+    "loads",
+    "manifest_address",
+    "migrate",
+    "normalize_uuid",
     "open",
+    "package_context_size",
     "parse_ref",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name on first use (PEP 562)."""
+    source = _SOURCES.get(name)
+    if source is None:
+        raise AttributeError(f"module 'evstore' has no attribute {name!r}")
+    module, _, attr = source.partition(":")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attr or name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

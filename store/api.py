@@ -1,78 +1,62 @@
-"""The public entry object: :class:`Store`, returned by :func:`open`.
+"""The public entry object: :class:`Store`, returned by :func:`open`, and the schema commands.
 
 A Store owns one database (SQLite file or PostgreSQL URL) and the transaction boundary: one
 call that writes is one transaction, so ``ingest([a, b, c])`` stores all or nothing and a
 rejected call leaves the store exactly as it was (rows and bytes).
 
-Contract-specific operations hang off namespaced accessors (``store.fragments``,
-``store.manifests``, ``store.packages``, ``store.contexts``, ``store.runs``), each defined in
-its contract module.
+This module is a facade: each method is one call into the module that does the work
+(store/ingest.py for ingest and validate, store/check.py for the whole-store check,
+store/blobs.py for bytes, store/settings.py for settings). Contract-specific operations hang
+off namespaced accessors (``store.fragments``, ``store.manifests``, ``store.packages``,
+``store.contexts``, ``store.runs``), each defined in its contract's store module.
+
+Opening a store reads its schema revision with one SQL statement and compares it with the
+revisions shipped in migrations/versions (read as text): Alembic is imported only by
+:func:`init`, :func:`migrate` and ``open(..., create=True)`` on a store that does not exist.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from importlib import resources
 from typing import Any, BinaryIO
 
 import sqlalchemy as sa
 
 from . import blobs as _blobs
-from .artifacts import ArtifactInfo, ArtifactResult, artifact_kinds, iso_utc, warnings_of
-from .canonical import dumps, loads, loads_canonical
-from .db import Database
+from .artifacts import (
+    ArtifactInfo,
+    Document,
+    IngestReport,
+    all_warnings,
+    artifact_kinds,
+    find_artifacts,
+    iso_utc,
+    list_artifacts,
+    warnings_of,
+)
+from .canonical import loads
+from .check import Progress, check_store
+from .db import Database, translate
 from .digests import Digest, blake3_hex
 from .digests import digest_bytes as digest_from
-from .errors import CorruptionError, EvstoreError, Faults, InputError, NotFound
-from .kinds import detect_kind, get_handler
+from .errors import EvstoreError, NotFound, error
+from .ingest import ingest_documents, validate_documents
+from .kinds import check_kind
 from .refs import parse_ref
-from .settings import SETTINGS, load_settings, parse_setting_value, write_setting
-from .tables import artifacts, attrs, blobs
+from .settings import (
+    check_setting_value,
+    load_settings,
+    parse_setting_value,
+    write_setting,
+)
 from .txn import Txn
 
-__all__ = ["Document", "IngestReport", "Store", "open"]
-
-
-@dataclass(frozen=True)
-class Document:
-    """One JSON input: ``data`` (raw bytes, as read), its ``name`` (a path or "-") and ``kind``.
-
-    ``kind`` None means detect it (docs/kinds.md).
-    """
-
-    data: bytes
-    name: str = "-"
-    kind: str | None = None
-
-
-@dataclass
-class IngestReport:
-    """The result of :meth:`Store.ingest` / :meth:`Store.validate`.
-
-    Attributes:
-        results: one :class:`ArtifactResult` per stored artifact, in input order.
-        faults: every fault found (validate only; ingest raises the first instead).
-        documents: how many documents were read.
-    """
-
-    results: list[ArtifactResult] = field(default_factory=list)
-    faults: list[EvstoreError] = field(default_factory=list)
-    documents: int = 0
-
-    @property
-    def ok(self) -> bool:
-        """True when no fault was found."""
-        return not self.faults
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "ok": self.ok,
-            "documents": self.documents,
-            "artifacts": [r.to_dict() for r in self.results],
-            "faults": [f.to_dict() for f in self.faults],
-        }
+__all__ = ["Store", "init", "migrate", "open", "schema_revisions"]
 
 
 @dataclass(frozen=True)
@@ -86,6 +70,81 @@ class _RawRow:
 class _Rollback(Exception):
     def __init__(self, payload: Any) -> None:
         self.payload = payload
+
+
+# -- schema revisions (no Alembic) ------------------------------------------------------------
+_REVISION = re.compile(r"^revision\s*(?::[^=]*)?=\s*[\"']([^\"']+)[\"']", re.M)
+_DOWN = re.compile(r"^down_revision\s*(?::[^=]*)?=\s*(?:None|[\"']([^\"']*)[\"'])", re.M)
+
+
+@functools.cache
+def schema_revisions() -> tuple[str, ...]:
+    """The schema revisions shipped with this evstore, oldest first (the last is the head).
+
+    Read from the text of migrations/versions/*.py (``revision`` and ``down_revision``), so
+    checking a store's schema does not import Alembic.
+    """
+    parents: dict[str, str | None] = {}
+    for entry in (resources.files("evstore.migrations") / "versions").iterdir():
+        if not entry.name.endswith(".py") or entry.name.startswith("_"):
+            continue
+        text = entry.read_text(encoding="utf-8")
+        rev, down = _REVISION.search(text), _DOWN.search(text)
+        if rev is not None:
+            parents[rev.group(1)] = down.group(1) if down is not None else None
+    chain: list[str] = []
+    children = {v: k for k, v in parents.items()}
+    node = children.get(None)
+    while node is not None:
+        chain.append(node)
+        node = children.get(node)
+    return tuple(chain)
+
+
+def _current_revision(db: Database) -> str:
+    """The store's schema revision, read with one SQL statement ('' when none).
+
+    Never creates a SQLite file. Raises StoreStateError (``store.url``, ``store.unreachable``,
+    ``store.database``).
+    """
+    if db.sqlite_path is not None and not db._sqlite_file_exists():
+        return ""
+    try:
+        with db.engine.connect() as conn:
+            if not sa.inspect(conn).has_table("alembic_version"):
+                return ""
+            rows = conn.execute(sa.text("SELECT version_num FROM alembic_version")).all()
+    except sa.exc.SQLAlchemyError as exc:
+        raise translate(exc, db.display_url) from None
+    return str(rows[0][0]) if rows else ""
+
+
+def _require_current(db: Database) -> None:
+    """Refuse a store whose schema is missing, behind or ahead of the code.
+
+    Raises:
+        StoreStateError: ``store.missing``, ``store.schema-behind``, ``store.schema-ahead``.
+    """
+    current = _current_revision(db)
+    if not current:
+        raise error(
+            "store.missing",
+            f"no evstore store at {db.display_url}; create one with `evstore init`",
+        )
+    known = schema_revisions()
+    head = known[-1]
+    if current == head:
+        return
+    if current in known:
+        raise error(
+            "store.schema-behind",
+            f"the store's schema ({current}) is behind this evstore ({head});"
+            " run `evstore migrate`",
+        )
+    raise error(
+        "store.schema-ahead",
+        f"the store's schema ({current}) is newer than this evstore ({head}); upgrade evstore",
+    )
 
 
 def open(url: str, *, create: bool = False) -> Store:  # noqa: A001 - the documented API name
@@ -105,16 +164,60 @@ def open(url: str, *, create: bool = False) -> Store:  # noqa: A001 - the docume
     return Store(url, create=create)
 
 
+def init(url: str) -> dict[str, Any]:
+    """Create the store at ``url`` if missing, at the latest schema (``evstore init``).
+
+    Returns:
+        ``{"url": display URL, "created": bool, "schema": revision}``.
+
+    Raises:
+        StoreStateError: ``store.schema-behind`` (run :func:`migrate`), ``store.schema-ahead``,
+            ``store.url``, ``store.unreachable``.
+    """
+    db = Database(url)
+    try:
+        existed = bool(_current_revision(db))
+    finally:
+        db.dispose()
+    with Store(url, create=True) as store:
+        return {"url": store.url, "created": not existed, "schema": _current_revision(store.db)}
+
+
+def migrate(url: str) -> dict[str, Any]:
+    """Upgrade an existing store's schema to this evstore's (``evstore migrate``).
+
+    Returns:
+        ``{"url": display URL, "from": revision before, "to": revision after}``.
+
+    Raises:
+        StoreStateError: ``store.missing``, ``store.schema-ahead``, ``store.unreachable``.
+    """
+    db = Database(url)
+    try:
+        if not _current_revision(db):
+            raise error(
+                "store.missing",
+                f"no evstore store at {db.display_url}; create one with `evstore init`",
+            )
+        before, after = db.migrate()
+    finally:
+        db.dispose()
+    return {"url": db.display_url, "from": before, "to": after}
+
+
 class Store:
-    """A content-addressed evidence store. Use as a context manager, or call :meth:`close`."""
+    """A content-addressed evidence store. Use as a context manager, or call :meth:`close`.
+
+    Every method raises RuntimeError once the store is closed.
+    """
 
     def __init__(self, url: str, *, create: bool = False, check_schema: bool = True) -> None:
         self.db = Database(url)
         try:
-            if create and not self.db.exists():
+            if create and not _current_revision(self.db):
                 self.db.migrate()
             if check_schema:
-                self.db.require_current()
+                _require_current(self.db)
         except BaseException:
             self.db.dispose()
             raise
@@ -122,7 +225,7 @@ class Store:
 
     # -- lifecycle ------------------------------------------------------------------------
     def close(self) -> None:
-        """Release the database connections."""
+        """Release the database connections (the store refuses every call afterwards)."""
         self.db.dispose()
         self._closed = True
 
@@ -217,14 +320,23 @@ class Store:
             return _blobs.read_verified(conn, self._resolve(conn, ref))
 
     def _get_inline(self, address: str) -> bytes | None:
-        """Point lookup of an inline blob by address: one statement on a pooled driver
-        connection, verified exactly as every read is. None sends the caller to the general
-        path (chunked blob, missing blob). One SELECT needs no explicit transaction.
+        """Point lookup of an inline blob by address, verified exactly as every read is.
+
+        One statement on a pooled driver connection (one SELECT needs no explicit
+        transaction). None sends the caller to the general path (chunked blob, missing blob).
+
+        Database errors (those :func:`evstore.db.classify` understands) also answer None:
+        the general path meets them again inside the error boundary, which maps them to
+        their ``store.*`` code. The raw connection is then invalidated, so a broken driver
+        connection never goes back to the pool.
         """
+        from .db import database_errors
+
         mark = "?" if self.db.backend == "sqlite" else "%s"
+        db_errors = database_errors()
         try:
             raw = self.db.engine.raw_connection()
-        except sa.exc.SQLAlchemyError:
+        except db_errors:
             return None  # the general path reports the error
         try:
             driver = raw.driver_connection
@@ -234,7 +346,8 @@ class Store:
             try:
                 cur = raw.cursor()
                 cur.execute(
-                    f"SELECT address, sha256, size, chunk_set, data FROM blobs WHERE address = {mark}",
+                    "SELECT address, sha256, size, chunk_set, data FROM blobs"
+                    f" WHERE address = {mark}",
                     (address,),
                 )
                 r = cur.fetchone()
@@ -242,7 +355,8 @@ class Store:
             finally:
                 if pg:
                     driver.autocommit = False  # type: ignore[union-attr]
-        except Exception:  # noqa: BLE001 - any driver trouble: the general path reports it
+        except db_errors:
+            raw.invalidate()  # the general path reports the error
             return None
         finally:
             raw.close()
@@ -311,19 +425,6 @@ class Store:
         return missing
 
     # -- artifacts ------------------------------------------------------------------------
-    def _parse(self, docs: Sequence[Document]) -> list[tuple[Document, Any, bytes, str]]:
-        out = []
-        for d in docs:
-            try:
-                value, canonical = loads_canonical(d.data)
-                kind = d.kind or detect_kind(value)
-                get_handler(kind)
-            except EvstoreError as err:
-                err.path = d.name
-                raise
-            out.append((d, value, canonical, kind))
-        return out
-
     def ingest(
         self,
         docs: Sequence[Document],
@@ -336,6 +437,7 @@ class Store:
         Each document goes through: JSON form (strict reader), its kind's check (schema,
         contract rules, self-address), then write-time bindings; the first fault is raised and
         nothing is written. An identical artifact again is accepted with ``new`` False.
+        (store/ingest.py does the work.)
 
         Args:
             docs: the documents.
@@ -345,60 +447,10 @@ class Store:
 
         Raises:
             JSONFormError, ContractError, BindingConflict (InputError family);
-            StoreStateError.
+            StoreStateError (``store.kind-unavailable`` included).
         """
-        parsed = self._parse(docs)
-
-        def work(txn: Txn) -> IngestReport:
-            report = IngestReport(documents=len(parsed))
-            i = 0
-            while i < len(parsed):
-                d, value, canonical, kind = parsed[i]
-                handler = get_handler(kind)
-                if hasattr(handler, "stage"):
-                    # A run of documents of one batchable kind: each checked, then staged
-                    # (its bindings, in order: first fault wins), then all written with one
-                    # statement per table.
-                    j = i
-                    while j < len(parsed) and parsed[j][3] == kind:
-                        j += 1
-                    run = parsed[i:j]
-                    batch: dict[str, Any] = {}
-                    specs = []
-                    for rd, rvalue, rcanonical, _k in run:
-                        try:
-                            faults = _check(handler, rvalue, rcanonical, txn)
-                            if faults:
-                                raise faults[0]
-                            specs.append(handler.stage(rvalue, rcanonical, txn, batch))
-                        except EvstoreError as err:
-                            err.path = err.path or rd.name
-                            raise
-                    report.results.extend(handler.flush(specs, txn))
-                    i = j
-                    continue
-                try:
-                    faults = _check(handler, value, canonical, txn)
-                    if faults:
-                        raise faults[0]
-                    report.results.append(handler.write(value, canonical, txn))
-                except EvstoreError as err:
-                    err.path = err.path or d.name
-                    raise
-                i += 1
-            unused = txn.unused_supplied()
-            if unused:
-                # The caller meant those bytes for a document (--content, --source); silently
-                # ignoring them would hide a wrong file or a wrong document.
-                raise InputError(
-                    f"{len(unused)} supplied byte string(s) are used by no document "
-                    f"(sha256:{unused[0]}{', ...' if len(unused) > 1 else ''})",
-                    code="input.unused-content",
-                    details={"sha256": unused},
-                )
-            return report
-
-        return self.transaction(work, options=options, supplied=supplied)
+        self._live()
+        return ingest_documents(self.transaction, docs, options=options, supplied=supplied)
 
     def validate(
         self,
@@ -412,212 +464,66 @@ class Store:
         Bindings are checked against the store as it is (and against earlier documents of the
         same call). JSON-form faults are listed per document. Never raises an InputError.
         """
-        report = IngestReport(documents=len(docs))
-        parsed = []
-        for d in docs:
-            try:
-                parsed.extend(self._parse([d]))
-            except InputError as err:
-                report.faults.append(err)
-
-        def work(txn: Txn) -> None:
-            for d, value, canonical, kind in parsed:
-                handler = get_handler(kind)
-                before = len(txn.faults)
-                faults = _check(handler, value, canonical, txn)
-                for f in faults:
-                    f.path = f.path or d.name
-                txn.faults.extend(faults)
-                if not faults:
-                    try:
-                        report.results.append(handler.write(value, canonical, txn))
-                    except EvstoreError as err:  # a fault the handler could not defer
-                        txn.faults.append(err)
-                for f in txn.faults[before:]:
-                    f.path = f.path or d.name
-
-        def work_all(txn: Txn) -> None:
-            work(txn)
-            unused = txn.unused_supplied()
-            if unused:
-                txn.faults.append(
-                    InputError(
-                        f"{len(unused)} supplied byte string(s) are used by no document "
-                        f"(sha256:{unused[0]}{', ...' if len(unused) > 1 else ''})",
-                        code="input.unused-content",
-                        details={"sha256": unused},
-                    )
-                )
-
-        _, faults = self.transaction(work_all, mode="validate", options=options, supplied=supplied)
-        report.faults.extend(faults)
-        return report
+        self._live()
+        return validate_documents(self.transaction, docs, options=options, supplied=supplied)
 
     def find(self, name: str, value: str, kind: str | None = None) -> list[ArtifactInfo]:
         """Artifacts whose lookup attribute ``name`` equals ``value`` (docs/kinds.md lists them).
 
         Example: ``find("manifest_ref", "corpus-evidence-manifest:sha256:...")``.
+
+        Raises:
+            InputError: ``kind.unknown``. StoreStateError: ``store.kind-unavailable``.
         """
         self._live()
-        q = (
-            sa.select(
-                artifacts.c.address,
-                artifacts.c.kind,
-                artifacts.c.contract_version,
-                artifacts.c.accepted_at,
-                blobs.c.size,
-            )
-            .join(
-                attrs,
-                sa.and_(attrs.c.address == artifacts.c.address, attrs.c.kind == artifacts.c.kind),
-            )
-            .join(blobs, blobs.c.address == artifacts.c.address)
-            .where(attrs.c.name == name, attrs.c.value == value)
-        )
         if kind is not None:
-            q = q.where(artifacts.c.kind == kind)
+            check_kind(kind)
         with self.db.read() as conn:
-            return [
-                _info(r)
-                for r in conn.execute(q.order_by(artifacts.c.accepted_at, artifacts.c.address))
-            ]
+            return find_artifacts(conn, name, value, kind)
 
     def ls(
         self, kind: str | None = None, *, attr: tuple[str, str] | None = None
     ) -> list[ArtifactInfo]:
-        """Stored artifacts, oldest first, optionally of one ``kind`` and with one attribute."""
+        """Stored artifacts, oldest first, optionally of one ``kind`` and with one attribute.
+
+        Raises:
+            InputError: ``kind.unknown``. StoreStateError: ``store.kind-unavailable``.
+        """
         self._live()
-        q = sa.select(
-            artifacts.c.address,
-            artifacts.c.kind,
-            artifacts.c.contract_version,
-            artifacts.c.accepted_at,
-            blobs.c.size,
-        ).join(blobs, blobs.c.address == artifacts.c.address)
         if kind is not None:
-            q = q.where(artifacts.c.kind == kind)
-        if attr is not None:
-            q = q.join(
-                attrs,
-                sa.and_(attrs.c.address == artifacts.c.address, attrs.c.kind == artifacts.c.kind),
-            ).where(attrs.c.name == attr[0], attrs.c.value == attr[1])
+            check_kind(kind)
         with self.db.read() as conn:
-            return [
-                _info(r)
-                for r in conn.execute(q.order_by(artifacts.c.accepted_at, artifacts.c.address))
-            ]
+            return list_artifacts(conn, kind, attr)
 
     def warnings(self, ref: str) -> list[dict[str, str]]:
         """Warnings recorded with the artifact at ``ref``."""
+        self._live()
         with self.db.read() as conn:
             row = self._resolve(conn, ref)
             return [w.to_dict() for w in warnings_of(conn, row.digest.blake3)]
 
     def load(self, ref: str) -> Any:
         """The parsed JSON value of a stored artifact (bytes verified first)."""
+        self._live()
         return loads(self.get(ref))
 
     # -- check ----------------------------------------------------------------------------
-    def check(self, progress: Callable[[int, int], None] | None = None) -> Iterator[EvstoreError]:
+    def check(self, progress: Progress | None = None) -> Iterator[EvstoreError]:
         """Re-verify the whole store, yielding every fault (never stopping at the first).
 
         Re-hashes every blob (size and BLAKE3, SHA-256 index), then re-reads every artifact:
         canonical form (stored bytes == canonical(parse(stored bytes))) and its kind's audit
-        (contract rules and bindings).
+        (contract rules and bindings). store/check.py does the work.
 
         Args:
             progress: called as ``progress(done, total)`` after each object.
 
         Yields:
-            CorruptionError (``corruption.*``) and the kinds' own errors, each with
-            ``details["address"]``.
+            CorruptionError (``corruption.*``, ``check.*``), ``store.kind-unavailable`` and the
+            kinds' own errors, each with ``details["address"]``.
         """
         self._live()
-        with self.db.read() as conn:
-            try:
-                settings = load_settings(conn)
-            except CorruptionError as err:  # report it, check the rest with the defaults
-                yield err
-                settings = {name: st.default for name, st in SETTINGS.items()}
-            txn = Txn(conn, settings, "audit")
-            total = conn.execute(sa.select(sa.func.count()).select_from(blobs)).scalar_one()
-            total += conn.execute(sa.select(sa.func.count()).select_from(artifacts)).scalar_one()
-            done = 0
-            rows = conn.execute(
-                sa.select(
-                    blobs.c.address, blobs.c.sha256, blobs.c.size, blobs.c.chunk_set
-                ).order_by(blobs.c.address)
-            ).all()
-            for r in rows:
-                try:
-                    err = _blobs.verify_stored(conn, _blobs._row(r))
-                except EvstoreError as exc:  # a malformed row: report it and carry on
-                    err = exc
-                if err is not None:
-                    yield err
-                done += 1
-                if progress:
-                    progress(done, total)
-            arts = conn.execute(
-                sa.select(
-                    artifacts.c.address,
-                    artifacts.c.kind,
-                    artifacts.c.contract_version,
-                    sa.cast(artifacts.c.accepted_at, sa.String).label("accepted_text"),
-                ).order_by(artifacts.c.address, artifacts.c.kind)
-            ).all()
-            for a in arts:
-                done += 1
-                bad = _bad_artifact_row(a)
-                if bad is not None:
-                    yield bad
-                yield from self._audit_one(txn, a.address, a.kind)
-                if progress:
-                    progress(done, total)
-
-    def _audit_one(self, txn: Txn, address: str, kind: str) -> Iterator[EvstoreError]:
-        row = _blobs.lookup(txn.conn, parse_ref("blake3:" + address))
-        if row is None:
-            yield NotFound(
-                f"artifact {kind} blake3:{address} has no blob",
-                code="check.artifact-without-blob",
-                details={"address": "blake3:" + address},
-            )
-            return
-        try:
-            data = _blobs.read_verified(txn.conn, row)
-        except EvstoreError:
-            return  # already reported by the blob pass
-        try:
-            value = loads(data)
-        except EvstoreError as err:
-            err.details["address"] = "blake3:" + address
-            yield err
-            return
-        if dumps(value) != data:
-            yield EvstoreError(
-                f"{kind} blake3:{address} is not in canonical form",
-                code="check.not-canonical",
-                rule="RFC 8785",
-                details={"address": "blake3:" + address},
-            )
-        try:
-            handler = get_handler(kind)
-        except InputError as err:
-            err.details["address"] = "blake3:" + address
-            yield err
-            return
-        txn.faults = []
-        audit = getattr(handler, "audit", None)
-        try:
-            faults = Faults.of(audit(value, address, txn) if audit else handler.check(value, txn)).errors
-        except EvstoreError as err:
-            faults = [err]
-        for f in [*faults, *txn.faults]:
-            f.details.setdefault("address", "blake3:" + address)
-            f.details.setdefault("kind", kind)
-            yield f
-        txn.faults = []
+        return check_store(self.db, progress)
 
     def recorded_warnings(self) -> list[dict[str, str]]:
         """Every warning recorded with an accepted artifact (not faults: shown by ``check``).
@@ -625,38 +531,42 @@ class Store:
         Returns:
             Dicts with ``address`` (``blake3:...``), ``code``, ``message`` and ``pointer``.
         """
-        from .tables import warnings as warnings_table
-
         self._live()
         with self.db.read() as conn:
-            rows = conn.execute(
-                sa.select(warnings_table).order_by(warnings_table.c.address, warnings_table.c.code)
-            ).all()
-        return [
-            {
-                "address": "blake3:" + r.address,
-                "code": r.code,
-                "message": r.message,
-                "pointer": r.pointer,
-            }
-            for r in rows
-        ]
+            return all_warnings(conn)
 
-    # -- settings and schema --------------------------------------------------------------
-    def config(self) -> dict[str, Any]:
-        """Every setting's current value."""
+    # -- settings -------------------------------------------------------------------------
+    def config(self, name: str | None = None) -> dict[str, Any]:
+        """Every setting's current value, or only setting ``name``'s (docs/settings.md).
+
+        Raises:
+            InputError: ``config.unknown`` for a ``name`` that is no setting.
+            CorruptionError: ``corruption.setting`` for a stored value of the wrong type.
+        """
+        self._live()
         with self.db.read() as conn:
-            return load_settings(conn)
+            values = load_settings(conn)
+        if name is None:
+            return values
+        if name not in values:
+            parse_setting_value(name, "")  # config.unknown
+        return {name: values[name]}
 
     def set_config(self, name: str, value: str | Any) -> Any:
-        """Set a setting (a str is parsed for the setting's type). Returns the stored value.
+        """Set a setting; returns the stored value.
+
+        A str is parsed for the setting's type (as ``evstore config NAME VALUE`` does); any
+        other value must already have the declared type (``True`` is no int, ``1`` no bool).
+        Nothing is stored when the value is refused.
 
         Raises:
             InputError: ``config.unknown`` / ``config.value``.
         """
-        parsed = parse_setting_value(name, value) if isinstance(value, str) else value
-        if name not in SETTINGS:
-            parse_setting_value(name, "")
+        self._live()
+        if isinstance(value, str):
+            parsed = parse_setting_value(name, value)
+        else:
+            parsed = check_setting_value(name, value)
         self.db.run_transaction(lambda conn: write_setting(conn, name, parsed))
         return parsed
 
@@ -664,6 +574,7 @@ class Store:
     @property
     def fragments(self) -> Any:
         """Templiqx v1alpha1 operations (store/fragments.py ``FragmentOps``)."""
+        self._live()
         from .fragments import FragmentOps
 
         return FragmentOps(self)
@@ -671,6 +582,7 @@ class Store:
     @property
     def manifests(self) -> Any:
         """Orbidocs v1 operations (store/manifests.py ``ManifestOps``)."""
+        self._live()
         from .manifests import ManifestOps
 
         return ManifestOps(self)
@@ -678,6 +590,7 @@ class Store:
     @property
     def packages(self) -> Any:
         """Insonic 1.3.0 operations (store/packages.py ``PackageOps``)."""
+        self._live()
         from .packages import PackageOps
 
         return PackageOps(self)
@@ -685,6 +598,7 @@ class Store:
     @property
     def contexts(self) -> Any:
         """Notarius v1 operations (store/contexts.py ``ContextOps``)."""
+        self._live()
         from .contexts import ContextOps
 
         return ContextOps(self)
@@ -692,38 +606,7 @@ class Store:
     @property
     def runs(self) -> Any:
         """Run records and lineage (store/runs.py ``RunOps``)."""
+        self._live()
         from .runs import RunOps
 
         return RunOps(self)
-
-
-def _check(handler: Any, value: Any, canonical: bytes, txn: Txn) -> list[EvstoreError]:
-    """A handler's check errors (``Faults.errors``), given the canonical bytes when it can
-    use them."""
-    if getattr(handler, "accepts_canonical", False):
-        return Faults.of(handler.check(value, txn, canonical=canonical)).errors
-    return Faults.of(handler.check(value, txn)).errors
-
-
-def _bad_artifact_row(a: Any) -> EvstoreError | None:
-    """A malformed artifacts row (edited outside evstore), or None."""
-    import datetime as _dt
-
-    ok = isinstance(a.kind, str) and isinstance(a.contract_version, str)
-    try:
-        _dt.datetime.fromisoformat(str(a.accepted_text))
-    except ValueError:
-        ok = False
-    if ok:
-        return None
-    return CorruptionError(
-        f"the artifact row of {a.kind!r} blake3:{a.address} is malformed",
-        code="corruption.row",
-        details={"address": "blake3:" + str(a.address)},
-    )
-
-
-def _info(r: Any) -> ArtifactInfo:
-    return ArtifactInfo(
-        "blake3:" + r.address, r.kind, r.contract_version, iso_utc(r.accepted_at), int(r.size)
-    )

@@ -18,16 +18,22 @@ from sqlalchemy.engine import Connection
 
 from .blobs import insert_ignore, put_many
 from .digests import Digest
-from .tables import artifacts, attrs, edges, warnings
+from .errors import EvstoreError
+from .tables import artifacts, attrs, blobs, edges, warnings
 
 _IN_BATCH = 500
 
 __all__ = [
     "ArtifactInfo",
     "ArtifactResult",
+    "Document",
+    "IngestReport",
     "Warning_",
+    "all_warnings",
     "artifact_kinds",
+    "find_artifacts",
     "iso_utc",
+    "list_artifacts",
     "put_artifact",
     "put_artifacts",
     "warnings_of",
@@ -82,7 +88,10 @@ class ArtifactResult:
 
 @dataclass(frozen=True, slots=True)
 class ArtifactInfo:
-    """An artifact index row: address (``blake3:...``), kind, contract version, accepted_at (ISO 8601)."""
+    """An artifact index row.
+
+    Address (``blake3:...``), kind, contract version, accepted_at (ISO 8601), size in bytes.
+    """
 
     address: str
     kind: str
@@ -114,6 +123,7 @@ def put_artifact(
     """Store canonical bytes as a blob and index them as an artifact of ``kind``.
 
     Args:
+        conn: the open write transaction.
         kind: registry kind name (docs/kinds.md).
         contract_version: e.g. ``"v1alpha1"``.
         canonical: RFC 8785 bytes (the caller canonicalised them).
@@ -140,6 +150,9 @@ def put_artifacts(
     """Store many artifacts of one kind with one batch per table (see :func:`put_artifact`).
 
     Args:
+        conn: the open write transaction.
+        kind: the registry kind of every item.
+        contract_version: the contract version recorded with every item.
         items: ``(canonical, edge_rows, attr_rows, warning_rows)`` per artifact.
 
     Returns:
@@ -243,3 +256,124 @@ def iso_utc(t: Any) -> str:
             t = t.replace(tzinfo=_dt.UTC)
         return t.astimezone(_dt.UTC).isoformat()
     return str(t)
+
+
+def _info_query() -> Any:
+    """The columns of :class:`ArtifactInfo`: artifacts joined with their blob's size."""
+    return sa.select(
+        artifacts.c.address,
+        artifacts.c.kind,
+        artifacts.c.contract_version,
+        artifacts.c.accepted_at,
+        blobs.c.size,
+    ).join(blobs, blobs.c.address == artifacts.c.address)
+
+
+def _with_attr(q: Any, name: str, value: str) -> Any:
+    return q.join(
+        attrs,
+        sa.and_(attrs.c.address == artifacts.c.address, attrs.c.kind == artifacts.c.kind),
+    ).where(attrs.c.name == name, attrs.c.value == value)
+
+
+def _infos(conn: Connection, q: Any) -> list[ArtifactInfo]:
+    return [
+        ArtifactInfo(
+            "blake3:" + r.address, r.kind, r.contract_version, iso_utc(r.accepted_at), int(r.size)
+        )
+        for r in conn.execute(q.order_by(artifacts.c.accepted_at, artifacts.c.address))
+    ]
+
+
+def find_artifacts(
+    conn: Connection, name: str, value: str, kind: str | None = None
+) -> list[ArtifactInfo]:
+    """Artifacts whose lookup attribute ``name`` equals ``value``, oldest first.
+
+    Args:
+        conn: a read connection.
+        name: a lookup attribute (docs/kinds.md), e.g. ``manifest_ref``.
+        value: the attribute's value, compared exactly.
+        kind: only artifacts of this kind (not checked against the registry here).
+    """
+    q = _with_attr(_info_query(), name, value)
+    if kind is not None:
+        q = q.where(artifacts.c.kind == kind)
+    return _infos(conn, q)
+
+
+def list_artifacts(
+    conn: Connection, kind: str | None = None, attr: tuple[str, str] | None = None
+) -> list[ArtifactInfo]:
+    """Stored artifacts, oldest first, optionally of one ``kind`` and with one attribute.
+
+    Args:
+        conn: a read connection.
+        kind: only artifacts of this kind.
+        attr: ``(name, value)``: only artifacts with this lookup attribute.
+    """
+    q = _info_query()
+    if kind is not None:
+        q = q.where(artifacts.c.kind == kind)
+    if attr is not None:
+        q = _with_attr(q, *attr)
+    return _infos(conn, q)
+
+
+def all_warnings(conn: Connection) -> list[dict[str, str]]:
+    """Every warning recorded with an accepted artifact, by address then code.
+
+    Returns:
+        Dicts with ``address`` (``blake3:...``), ``code``, ``message`` and ``pointer``.
+    """
+    rows = conn.execute(sa.select(warnings).order_by(warnings.c.address, warnings.c.code)).all()
+    return [
+        {
+            "address": "blake3:" + r.address,
+            "code": r.code,
+            "message": r.message,
+            "pointer": r.pointer,
+        }
+        for r in rows
+    ]
+
+
+@dataclass(frozen=True)
+class Document:
+    """One JSON input: ``data`` (raw bytes, as read), its ``name`` (a path or "-") and ``kind``.
+
+    ``kind`` None means detect it (docs/kinds.md).
+    """
+
+    data: bytes
+    name: str = "-"
+    kind: str | None = None
+
+
+@dataclass
+class IngestReport:
+    """The result of :meth:`Store.ingest` / :meth:`Store.validate`.
+
+    Attributes:
+        results: one :class:`ArtifactResult` per stored artifact, in input order.
+        faults: every fault found (validate only; ingest raises the first instead).
+        documents: how many documents were read.
+    """
+
+    results: list[ArtifactResult] = field(default_factory=list)
+    faults: list[EvstoreError] = field(default_factory=list)
+    documents: int = 0
+
+    @property
+    def ok(self) -> bool:
+        """True when no fault was found."""
+        return not self.faults
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "ok": self.ok,
+            "documents": self.documents,
+            "artifacts": [r.to_dict() for r in self.results],
+            "faults": [f.to_dict() for f in self.faults],
+        }

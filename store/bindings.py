@@ -57,6 +57,7 @@ def bind(conn: Connection, namespace: str, key: str, value: str, origin: str = "
     :class:`~evstore.errors.BindingConflict` code, and the transaction rolls back.
 
     Args:
+        conn: the open write transaction.
         namespace: e.g. ``"fragment.scope"`` (at most 64 characters).
         key: the bound key, any text.
         value: the value, any text.
@@ -84,8 +85,9 @@ def bind(conn: Connection, namespace: str, key: str, value: str, origin: str = "
 
 
 def _lookup_many(conn: Connection, namespace: str, digests: Sequence[str]) -> dict[str, str]:
-    """key_digest -> value for the bound keys among ``digests`` (one query per 500 keys;
-    one array parameter on PostgreSQL).
+    """key_digest -> value for the bound keys among ``digests``.
+
+    One query per 500 keys; one array parameter on PostgreSQL.
     """
     found: dict[str, str] = {}
     if not digests:

@@ -14,6 +14,7 @@ Functions here take an open SQLAlchemy ``Connection`` inside the caller's transa
 
 from __future__ import annotations
 
+import operator
 import secrets
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import Any, BinaryIO
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from .db import raw_driver
 from .digests import Digest, Hasher, digest_bytes
 from .errors import CorruptionError, NotFound
 from .refs import ContentRef
@@ -74,10 +76,18 @@ def insert_ignore(conn: Connection, table: sa.Table, rows: Sequence[dict[str, An
     compiled once per (table, columns, dialect) and run through the driver's executemany:
     per-row parameter processing in SQLAlchemy cost more than the insert itself (measured
     with bench/fragments.py).
+
+    Rows are written in primary-key order (a stable sort: among rows of one key the first
+    still wins), so concurrent writers of overlapping batches take their key locks in the
+    same order and never deadlock on each other.
     """
     if not rows:
         return
     cols = tuple(rows[0])
+    if len(rows) > 1:
+        keys = [c.name for c in table.primary_key.columns if c.name in cols]
+        if keys:
+            rows = sorted(rows, key=operator.itemgetter(*keys))
     sql = _insert_sql(conn.dialect.name, table.name, cols)
     conn.exec_driver_sql(sql, [tuple(r[c] for c in cols) for r in rows])
 
@@ -318,6 +328,7 @@ def put_many(conn: Connection, items: Sequence[bytes]) -> list[PutResult]:
         rows.append(row)
         results.append(PutResult(dg, True))
     if rows:
+        rows.sort(key=operator.itemgetter("address"))  # one lock order for every writer
         if conn.dialect.name == "postgresql" and len(rows) >= 1000:
             _copy_blobs(conn, rows)
         else:
@@ -343,11 +354,14 @@ def _copy_blobs(conn: Connection, rows: list[dict[str, Any]]) -> None:
     COPY cannot skip duplicates, and a concurrent writer may have stored some of the same
     blobs since we looked: on a unique-key violation the savepoint is rolled back and the rows
     go through a staging table and ``INSERT ... ON CONFLICT DO NOTHING`` instead.
+
+    The raw cursor runs inside :func:`evstore.db.raw_driver`: any other driver error
+    (deadlock, lock or statement timeout, lost connection) leaves as SQLAlchemy's wrapper of
+    it, which the transaction's error boundary classifies, retries or translates like any
+    statement's (:meth:`evstore.db.Database.run_transaction`).
     """
     import psycopg
 
-    raw = conn.connection.dbapi_connection
-    assert raw is not None
     columns = "address, sha256, size, data, chunk_set"
     types = ["varchar", "varchar", "int8", "bytea", "int8"]
 
@@ -357,24 +371,25 @@ def _copy_blobs(conn: Connection, rows: list[dict[str, Any]]) -> None:
             for r in rows:
                 copy.write_row((r["address"], r["sha256"], r["size"], r["data"], r["chunk_set"]))
 
-    try:
-        with conn.begin_nested(), raw.cursor() as cur:
-            copy_into(cur, "blobs")
-        return
-    except psycopg.errors.UniqueViolation:
-        pass
-    with raw.cursor() as cur:
-        cur.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS evstore_blob_stage "
-            "(address varchar(64), sha256 varchar(64), size bigint, data bytea, chunk_set bigint)"
-            " ON COMMIT DELETE ROWS"
-        )
-        copy_into(cur, "evstore_blob_stage")
-        cur.execute(
-            f"INSERT INTO blobs ({columns}) SELECT {columns} FROM evstore_blob_stage "
-            "ON CONFLICT DO NOTHING"
-        )
-        cur.execute("DELETE FROM evstore_blob_stage")
+    with raw_driver(conn) as raw:
+        try:
+            with conn.begin_nested(), raw.cursor() as cur:
+                copy_into(cur, "blobs")
+            return
+        except psycopg.errors.UniqueViolation:
+            pass
+        with raw.cursor() as cur:
+            cur.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS evstore_blob_stage (address varchar(64),"
+                " sha256 varchar(64), size bigint, data bytea, chunk_set bigint)"
+                " ON COMMIT DELETE ROWS"
+            )
+            copy_into(cur, "evstore_blob_stage")
+            cur.execute(
+                f"INSERT INTO blobs ({columns}) SELECT {columns} FROM evstore_blob_stage "
+                "ON CONFLICT DO NOTHING"
+            )
+            cur.execute("DELETE FROM evstore_blob_stage")
 
 
 def put_bytes(conn: Connection, data: bytes) -> PutResult:

@@ -122,8 +122,10 @@ _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 def _scan(value: Any, check_numbers: bool) -> bool:
-    """One pointer-free pass over a value: depth, lone surrogates, and (for Python-built values)
-    number ranges. Raises :class:`_Fault` on a problem, so the common case builds no pointers.
+    """One pointer-free pass over a value: depth, lone surrogates, number ranges.
+
+    Number ranges are checked for Python-built values only. Raises :class:`_Fault` on a
+    problem, so the common case builds no pointers.
 
     Returns:
         True when the value holds no float and no member name outside the Basic Multilingual

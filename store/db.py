@@ -1,7 +1,13 @@
 """The database layer: engines from URLs, SQLite pragmas, transactions, schema versions.
 
-This is the one place where SQLAlchemy and driver exceptions become evstore errors
-(:func:`translate`), and the one place that knows which backend is in use.
+This is the one place where SQLAlchemy and driver exceptions become evstore errors, and the
+one place that knows which backend is in use. Errors are classified by exception type and
+driver error code (SQLite result code, PostgreSQL SQLSTATE), never by message text, through
+one table (:data:`FAULTS`): contention is ``store.busy`` and retried; a lost or refused
+connection ``store.unreachable``; a statement timeout ``store.timeout``; a full disk
+``store.full``; a read-only store ``store.read-only``; anything else ``store.database``
+(:func:`classify`, :func:`translate`). Raw driver work (PostgreSQL COPY) runs inside
+:func:`raw_driver` so its errors take the same path.
 
 SQLite (the embedded default) runs in WAL mode with ``synchronous=NORMAL`` and a busy
 timeout; every transaction starts with ``BEGIN IMMEDIATE`` so two writers never deadlock by
@@ -14,6 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import random
+import sqlite3
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,22 +32,32 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
-from .errors import CorruptionError, StoreStateError
+from .errors import CorruptionError, StoreStateError, error
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
     "Database",
+    "DbFault",
+    "FAULTS",
+    "RETRIES",
+    "RETRY_BUDGET_S",
     "SchemaState",
+    "classify",
+    "database_errors",
     "head_revision",
     "normalize_url",
+    "raw_driver",
     "translate",
 ]
 
 #: How long SQLite waits on a lock before a statement gives up (then the transaction retries).
 BUSY_TIMEOUT_MS = 30_000
-_RETRIES = 20
+#: How many times :meth:`Database.run_transaction` runs a transaction that meets contention.
+RETRIES = 20
+#: No retry starts after this many seconds since the first attempt (then ``store.busy``).
+RETRY_BUDGET_S = 120.0
 
 T = TypeVar("T")
 
@@ -58,26 +76,161 @@ def normalize_url(url: str) -> str:
     return url
 
 
+@dataclass(frozen=True)
+class DbFault:
+    """What a database error means to evstore.
+
+    Attributes:
+        code: the evstore code raised (a ``store.*`` row of :data:`evstore.errors.CODES`).
+        retryable: True when running the transaction again may succeed (contention);
+            :meth:`Database.run_transaction` retries exactly these, with bounded backoff.
+        message: the message head; ``{url}`` is replaced by the store's display URL.
+    """
+
+    code: str
+    retryable: bool
+    message: str
+
+
+_BUSY = DbFault("store.busy", True, "store busy")
+_UNREACHABLE = DbFault("store.unreachable", False, "cannot reach the store {url}")
+_TIMEOUT = DbFault("store.timeout", False, "a statement ran past its time limit")
+_FULL = DbFault("store.full", False, "the store's disk is full")
+_READ_ONLY = DbFault("store.read-only", False, "the store {url} is read-only")
+_POOL = DbFault("store.busy", False, "no free database connection")
+_OTHER = DbFault("store.database", False, "database error")
+
+#: The one error table: (driver, driver code) -> :class:`DbFault`. Keys:
+#: ``("sqlite", N)``: a SQLite primary result code (``sqlite_errorcode & 0xFF``, so every
+#: extended code such as ``SQLITE_BUSY_SNAPSHOT`` maps with its primary code);
+#: ``("postgresql", "SQLSTATE")``: a five-character SQLSTATE, or its two-character class;
+#: ``("psycopg", "OperationalError")``: a psycopg OperationalError without SQLSTATE (the
+#: connection could not be made, or was lost); ``("sqlalchemy", "ClassName")``: a
+#: SQLAlchemy error with no driver cause. Anything else is ``store.database``.
+FAULTS: dict[tuple[str, int | str], DbFault] = {
+    ("sqlite", sqlite3.SQLITE_BUSY): _BUSY,
+    ("sqlite", sqlite3.SQLITE_LOCKED): _BUSY,
+    ("sqlite", sqlite3.SQLITE_PROTOCOL): _BUSY,  # WAL lock race
+    ("sqlite", sqlite3.SQLITE_FULL): _FULL,
+    ("sqlite", sqlite3.SQLITE_READONLY): _READ_ONLY,
+    ("sqlite", sqlite3.SQLITE_CANTOPEN): _UNREACHABLE,
+    ("sqlite", sqlite3.SQLITE_IOERR): _UNREACHABLE,
+    ("postgresql", "40001"): _BUSY,  # serialization_failure
+    ("postgresql", "40P01"): _BUSY,  # deadlock_detected
+    ("postgresql", "55P03"): _BUSY,  # lock_not_available (lock_timeout, NOWAIT)
+    ("postgresql", "57014"): _TIMEOUT,  # query_canceled (statement_timeout)
+    ("postgresql", "53100"): _FULL,  # disk_full
+    ("postgresql", "25006"): _READ_ONLY,  # read_only_sql_transaction
+    ("postgresql", "57P01"): _UNREACHABLE,  # admin_shutdown (pg_terminate_backend)
+    ("postgresql", "57P02"): _UNREACHABLE,  # crash_shutdown
+    ("postgresql", "57P03"): _UNREACHABLE,  # cannot_connect_now
+    ("postgresql", "08"): _UNREACHABLE,  # connection_exception (class)
+    ("psycopg", "OperationalError"): _UNREACHABLE,
+    ("sqlalchemy", "DisconnectionError"): _UNREACHABLE,
+    ("sqlalchemy", "TimeoutError"): _POOL,  # the connection pool stayed exhausted
+}
+
+
+def database_errors() -> tuple[type[BaseException], ...]:
+    """The exception classes :func:`classify` understands: SQLAlchemy's, sqlite3's, psycopg's.
+
+    psycopg is named only once something imported it (a SQLite-only process never does).
+    """
+    found: list[type[BaseException]] = [SQLAlchemyError, sqlite3.Error]
+    pg = sys.modules.get("psycopg")
+    if pg is not None:
+        found.append(pg.Error)
+    return tuple(found)
+
+
+def _driver_fault(cause: BaseException | None) -> DbFault | None:
+    """The table row for a raw driver exception, by its type and error code (None: no row)."""
+    if isinstance(cause, sqlite3.Error):
+        code = getattr(cause, "sqlite_errorcode", None)
+        return FAULTS.get(("sqlite", code & 0xFF)) if isinstance(code, int) else None
+    pg = sys.modules.get("psycopg")
+    if pg is None or not isinstance(cause, pg.Error):
+        return None
+    state = cause.sqlstate
+    if state:
+        return FAULTS.get(("postgresql", state)) or FAULTS.get(("postgresql", state[:2]))
+    if isinstance(cause, pg.OperationalError):
+        return FAULTS[("psycopg", "OperationalError")]
+    return None
+
+
+def classify(exc: BaseException) -> DbFault | None:
+    """What a database exception means, from its type and driver error code (never its text).
+
+    ``exc`` may be a SQLAlchemy exception (its driver cause, ``exc.orig``, decides) or a raw
+    sqlite3 / psycopg exception (raised on a raw driver connection, e.g. the COPY path).
+
+    Returns:
+        The :data:`FAULTS` row; ``store.database`` for a database error the table does not
+        name; None when ``exc`` is not a database error at all (a bug, or an evstore error).
+    """
+    if isinstance(exc, DBAPIError):
+        found = _driver_fault(exc.orig)
+        if found is not None:
+            return found
+        return _UNREACHABLE if exc.connection_invalidated else _OTHER
+    if isinstance(exc, SQLAlchemyError):
+        return FAULTS.get(("sqlalchemy", type(exc).__name__), _OTHER)
+    if isinstance(exc, database_errors()):
+        return _driver_fault(exc) or _OTHER
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+    lines = str(cause).strip().splitlines()
+    return lines[0] if lines else type(cause).__name__
+
+
 def translate(exc: BaseException, url: str = "") -> StoreStateError:
-    """Turn a SQLAlchemy or driver exception into an evstore :class:`StoreStateError`."""
-    text = (
-        str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc) else type(exc).__name__
-    )
-    if "database is locked" in text or "could not serialize" in text or "deadlock" in text:
-        return StoreStateError(f"store busy: {text}", code="store.busy")
-    if isinstance(exc, OperationalError):
-        return StoreStateError(f"cannot reach the store {url}: {text}", code="store.unreachable")
-    return StoreStateError(f"database error: {text}", code="store.database")
+    """Turn a SQLAlchemy or driver exception into an evstore :class:`StoreStateError`.
+
+    The code comes from :func:`classify` (``store.database`` for anything it does not
+    name); raise the result ``from exc`` so the driver's error stays the cause.
+    """
+    fault = classify(exc) or _OTHER
+    head = fault.message.replace("{url}", url).replace("  ", " ").strip()
+    err = error(fault.code, f"{head}: {_first_line(exc)}")
+    assert isinstance(err, StoreStateError)
+    return err
 
 
-def _is_retryable(exc: BaseException) -> bool:
-    text = str(getattr(exc, "orig", exc))
-    return (
-        "database is locked" in text
-        or "database table is locked" in text
-        or "could not serialize access" in text
-        or "deadlock detected" in text
-    )
+def _backoff(attempt: int) -> float:
+    """Seconds to wait before retry ``attempt`` (1, 2, ...): 10 ms doubling to 1 s, jittered."""
+    return min(0.01 * 2 ** (attempt - 1), 1.0) * (1 + random.random())
+
+
+@contextlib.contextmanager
+def raw_driver(conn: Connection) -> Iterator[Any]:
+    """The DBAPI (driver) connection under ``conn``, for driver-only features (COPY).
+
+    A driver exception raised inside is re-raised as SQLAlchemy's ``DBAPIError`` wrapper
+    (``from`` the cause), so callers and :meth:`Database.run_transaction` see one kind of
+    database error and classify it like any statement's.
+    """
+    raw = conn.connection.dbapi_connection
+    assert raw is not None
+    dialect = conn.dialect
+    try:
+        yield raw
+    except database_errors() as exc:
+        if isinstance(exc, SQLAlchemyError):
+            raise
+        base = dialect.loaded_dbapi.Error
+        wrapped = DBAPIError.instance(
+            None,
+            None,
+            exc,
+            base,
+            connection_invalidated=isinstance(exc, base) and dialect.is_disconnect(exc, raw, None),
+            dialect=dialect,
+        )
+        raise wrapped from exc
 
 
 def head_revision() -> str:
@@ -97,7 +250,7 @@ def _alembic_config() -> Any:
 
 @dataclass(frozen=True)
 class SchemaState:
-    """Where a store's schema stands: ``current`` revision ('' when none) and the code's ``head``."""
+    """Where a store's schema stands: ``current`` revision ('' when none), the code's ``head``."""
 
     current: str
     head: str
@@ -192,11 +345,13 @@ class Database:
             return SchemaState("", head_revision())
         try:
             with self.engine.connect() as conn:
+                # A snapshot read on SQLite (deferred BEGIN): it never waits for a writer.
+                conn = conn.execution_options(evstore_read=True)
                 if not sa.inspect(conn).has_table("alembic_version"):
                     return SchemaState("", head_revision())
                 rows = conn.execute(sa.text("SELECT version_num FROM alembic_version")).all()
         except SQLAlchemyError as exc:
-            raise translate(exc, self.display_url) from None
+            raise translate(exc, self.display_url) from exc
         current = rows[0][0] if rows else ""
         return SchemaState(current, head_revision())
 
@@ -225,7 +380,7 @@ class Database:
                 raise StoreStateError(
                     f"cannot create the store's folder {self.sqlite_path.parent}: {exc.strerror}",
                     code="store.unreachable",
-                ) from None
+                ) from exc
         try:
             with self.engine.begin() as conn:
                 if self.backend == "postgresql":
@@ -235,13 +390,13 @@ class Database:
                 cfg.attributes["connection"] = conn
                 command.upgrade(cfg, "head")
         except SQLAlchemyError as exc:
-            raise translate(exc, self.display_url) from None
+            raise translate(exc, self.display_url) from exc
         except Exception as exc:  # alembic's own errors (e.g. an alembic_version with two rows)
             if isinstance(exc, StoreStateError):
                 raise
             raise StoreStateError(
                 f"cannot migrate {self.display_url}: {exc}", code="store.database"
-            ) from None
+            ) from exc
         return before, head_revision()
 
     def require_current(self) -> None:
@@ -280,33 +435,40 @@ class Database:
         """Run ``work(conn)`` in one transaction, retrying when the backend reports contention.
 
         ``work`` must be repeatable: it is called again from the start after a rollback.
-        evstore errors raised by ``work`` roll back and propagate unchanged.
+        evstore errors raised by ``work`` roll back and propagate unchanged. A database error
+        (a SQLAlchemy one, or a raw driver one from a raw cursor) is classified by
+        :func:`classify`: a retryable one runs the transaction again after a jittered
+        backoff (10 ms doubling to 1 s), at most :data:`RETRIES` attempts and no new
+        attempt after :data:`RETRY_BUDGET_S` seconds; any other is raised translated.
 
         Raises:
             StoreStateError: ``store.busy`` after the retries, ``store.unreachable``,
-                ``store.database``.
+                ``store.timeout``, ``store.full``, ``store.read-only``, ``store.database``
+                (``from`` the driver's exception).
         """
-        delay = 0.01
-        for attempt in range(_RETRIES):
+        deadline = time.monotonic() + RETRY_BUDGET_S
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 with self.engine.begin() as conn:
                     return work(conn)
-            except DBAPIError as exc:
-                if _is_retryable(exc) and attempt < _RETRIES - 1:
-                    time.sleep(delay * (1 + random.random()))
-                    delay = min(delay * 2, 1.0)
+            except Exception as exc:
+                fault = classify(exc)
+                if fault is None:
+                    raise
+                if fault.retryable and attempt < RETRIES and time.monotonic() < deadline:
+                    time.sleep(_backoff(attempt))
                     continue
-                raise translate(exc, self.display_url) from None
-            except SQLAlchemyError as exc:
-                raise translate(exc, self.display_url) from None
-        raise AssertionError("unreachable")  # pragma: no cover
+                raise translate(exc, self.display_url) from exc
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Connection]:
         """A read-only connection in one transaction (a consistent snapshot on both backends).
 
         Raises:
-            StoreStateError: as :func:`translate`.
+            StoreStateError: as :func:`translate` (``from`` the driver's exception).
+            CorruptionError: ``corruption.row`` when a stored value cannot be converted.
         """
         try:
             with self.engine.connect() as conn:
@@ -322,10 +484,10 @@ class Database:
             raise CorruptionError(
                 f"a stored row cannot be read: {exc}", code="corruption.row"
             ) from None
-        except DBAPIError as exc:
-            raise translate(exc, self.display_url) from None
-        except SQLAlchemyError as exc:
-            raise translate(exc, self.display_url) from None
+        except Exception as exc:
+            if classify(exc) is None:
+                raise
+            raise translate(exc, self.display_url) from exc
 
     def dispose(self) -> None:
         """Close every pooled connection."""

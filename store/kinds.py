@@ -5,7 +5,7 @@ A kind handler is an object with:
     name: str                  registry name (docs/kinds.md)
     contract_version: str
     detect(doc) -> bool        the documented discriminator, for ingest without --kind
-    check(doc, txn) -> list[EvstoreError]
+    check(doc, txn) -> Faults  (a list of EvstoreError is accepted too)
                                every fault of the document, in the order: schema, contract
                                rules, self-address (reads allowed, no writes)
     write(doc, canonical, txn) -> ArtifactResult
@@ -15,12 +15,14 @@ A kind handler is an object with:
                                a batchable kind: stage does one document's write-time
                                bindings and returns its row spec; flush writes the specs of a
                                run of consecutive documents with one statement per table
-    audit(doc, address, txn) -> list[EvstoreError]   (optional)
+    audit(doc, address, txn) -> Faults   (optional)
                                re-verification for ``evstore check``; defaults to check()
 
 Handlers live in their contract modules and are loaded lazily by name, so this module knows
 no contract. Detection tries kinds in :data:`DETECTION_ORDER`; ``json`` (any well-formed JSON)
 is the fallback, and a document that looks like a contract kind is never stored as ``json``.
+A handler that cannot be imported fails closed (``store.kind-unavailable``) wherever it could
+be met: ingest, validate, detection, check, find and ls of that kind.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import importlib
 from typing import Any, Protocol
 
 from .artifacts import ArtifactResult
-from .errors import EvstoreError, InputError
+from .errors import EvstoreError, Faults, InputError, error
 from .refs import parse_ref
 from .txn import Txn
 
@@ -38,6 +40,8 @@ __all__ = [
     "JsonKind",
     "KINDS",
     "KindHandler",
+    "check_kind",
+    "clear_cache",
     "detect_kind",
     "get_handler",
     "known_kinds",
@@ -54,7 +58,7 @@ class KindHandler(Protocol):
         """True when ``doc`` is (or claims to be) of this kind."""
         ...
 
-    def check(self, doc: Any, txn: Txn) -> list[EvstoreError]:
+    def check(self, doc: Any, txn: Txn) -> Faults | list[EvstoreError]:
         """Every fault of ``doc``, ordered schema, contract rules, self-address."""
         ...
 
@@ -77,18 +81,19 @@ class JsonKind:
         """Always True: the fallback kind."""
         return True
 
-    def check(self, doc: Any, txn: Txn) -> list[EvstoreError]:
+    def check(self, doc: Any, txn: Txn) -> Faults:
         """No rules beyond the strict reader."""
-        return []
+        return Faults()
 
     def write(self, doc: Any, canonical: bytes, txn: Txn) -> ArtifactResult:
         """Store ``doc`` with ``mentions`` edges to stored blobs it names."""
         return self.flush([self.stage(doc, canonical, txn, {})], txn)[0]
 
     def stage(self, doc: Any, canonical: bytes, txn: Txn, batch: dict[str, Any]) -> Any:
-        """The artifact row spec of one document of a batch (``batch``: state shared by the
-        documents of one run, here the digests of earlier documents, so a ref to a document
-        earlier in the same command gets its edge too).
+        """The artifact row spec of one document of a batch.
+
+        ``batch`` is state shared by the documents of one run, here the digests of earlier
+        documents, so a ref to a document earlier in the same command gets its edge too.
         """
         from . import blobs
         from .digests import digest_bytes
@@ -166,49 +171,65 @@ _cache: dict[str, Any] = {}
 
 
 def get_handler(name: str) -> Any:
-    """The handler for kind ``name``.
+    """The handler for kind ``name`` (imported on first use, then cached).
+
+    Fails closed: a registered kind whose handler cannot be imported (a dependency such as
+    ``jsonschema_rs`` missing) is refused, never replaced by ``json``.
 
     Raises:
-        InputError: ``kind.unknown`` for a name not in the registry (or not available).
+        InputError: ``kind.unknown`` for a name not in the registry.
+        StoreStateError: ``store.kind-unavailable`` for a registered kind whose handler
+            cannot be imported in this installation.
     """
     if name in _cache:
         return _cache[name]
     target = KINDS.get(name)
     if target is None:
-        raise InputError(
-            f"unknown kind {name!r}; known kinds: {', '.join(known_kinds())}", code="kind.unknown"
-        )
+        raise error("kind.unknown", f"unknown kind {name!r}; known kinds: {', '.join(KINDS)}")
     module, _, attr = target.partition(":")
     try:
         cls = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError):
-        raise InputError(
-            f"kind {name!r} is not available in this build", code="kind.unknown"
-        ) from None
+    except (ImportError, AttributeError) as exc:
+        raise error(
+            "store.kind-unavailable",
+            f"kind {name!r} is not available in this installation ({exc}); "
+            "reinstall evstore with its dependencies",
+            kind=name,
+        ) from exc
     handler = cls()
     _cache[name] = handler
     return handler
 
 
+def check_kind(name: str) -> None:
+    """Refuse a kind name before any store is opened (``--kind`` of find, ls, ingest).
+
+    Raises:
+        InputError: ``kind.unknown``. StoreStateError: ``store.kind-unavailable``.
+    """
+    get_handler(name)
+
+
 def known_kinds() -> list[str]:
-    """Names of the kinds whose handlers are available."""
-    out = []
-    for name in KINDS:
-        try:
-            get_handler(name)
-        except InputError:
-            continue
-        out.append(name)
-    return out
+    """Every registered kind name, in registry order (available or not: see :func:`get_handler`)."""
+    return list(KINDS)
 
 
 def detect_kind(doc: Any) -> str:
-    """The kind of an untyped document by the documented discriminators (docs/kinds.md)."""
+    """The kind of an untyped document by the documented discriminators (docs/kinds.md).
+
+    Every kind of :data:`DETECTION_ORDER` is asked in turn, so a kind whose handler cannot
+    be loaded stops detection (it might have claimed the document).
+
+    Raises:
+        StoreStateError: ``store.kind-unavailable``.
+    """
     for name in DETECTION_ORDER:
-        try:
-            handler = get_handler(name)
-        except InputError:
-            continue
-        if handler.detect(doc):
+        if get_handler(name).detect(doc):
             return name
     return "json"
+
+
+def clear_cache() -> None:
+    """Forget every loaded handler (tests that hide a dependency use it)."""
+    _cache.clear()

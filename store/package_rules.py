@@ -1,16 +1,29 @@
-"""The rules of insonic answer evidence 1.3.0, pure (no database): schema and semantics.
+"""The rules of insonic answer evidence 1.3.0, pure (no database): detect, shape, semantics.
 
-Used by :mod:`evstore.packages`, which owns the error classes, the public API and the store
-integration. Every rule reports faults as ``(code, pointer, message, details)`` tuples
-(:data:`Fault`); the caller turns them into errors. :data:`CODE_TABLE` gives each code the
-section of the published schema that states or implies it, and a one-line meaning.
+Contract: ``insonic-answer-evidence-1.3.0.schema.json`` (GitHub shruggietech/insonic,
+schemas/v1.3.0), a JSON Schema 2020-12 whose root is the retained package and whose ``$defs``
+hold the request, the answer envelope, its claims and citations. Each code's default rule
+(in :data:`evstore.errors.CODES`) is a JSON Pointer into that published file, e.g.
+``insonic-answer-evidence-1.3.0#/$defs/citation/properties/quote``.
 
-Structure is judged by evstore's own schema (``schemas/insonic-answer-evidence-1.3.0.schema.json``)
-with jsonschema-rs: draft 2020-12, formats asserted, offline (every ``$ref`` is internal).
+:func:`validate` judges one document (a package, a request or an envelope alone) and
+returns a :class:`~evstore.errors.Faults` in the documented fault order:
 
-The semantic rules run even on structurally faulty documents (the caller reports schema
-faults first), so every accessor here tolerates a wrong type by skipping the part it cannot
-read: a missing or malformed member is the schema's fault to report, never a crash here.
+1. Shape, by evstore's own schema (``schemas/insonic-answer-evidence-1.3.0.schema.json``:
+   the contract's constraints in our wording and layout) through jsonschema-rs, draft
+   2020-12, formats (``uuid``, ``date``) asserted, no network: ``package.schema``,
+   ``request.schema``, ``envelope.schema`` at the instance pointer, ordered by pointer.
+2. Contract rules the schema cannot state (unique ids, ids that must resolve, interval order,
+   counts and budgets, one binding per recording revision within a package), then the
+   context size rules (:mod:`evstore.package_context`: warnings unless
+   ``packages.strict_context_bytes``).
+
+An envelope's citations are judged against its package by :func:`validate_envelope`, given
+the package (the store module passes the stored one).
+
+The semantic rules run even on structurally faulty documents, so one report lists
+everything: every accessor here tolerates a wrong type by skipping the part it cannot read (a
+missing or malformed member is the schema's fault to report, never a crash here).
 
 Decimal strings (``start_us``, ``recording_revision``...) are read with :func:`decimal_value`,
 which accepts ASCII digits only and returns an exact ``int``: ``int()`` alone would also take
@@ -19,356 +32,52 @@ which accepts ASCII digits only and returns an exact ``int``: ``int()`` alone wo
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping
-from functools import cache
-from importlib import resources
-from types import MappingProxyType
 from typing import Any
 
-import jsonschema_rs
-
-from .errors import join_pointer
+from .errors import EvstoreError, Faults, error, join_pointer
+from .package_context import context_size_faults
+from .package_schema import budget_default, schema_faults
+from .settings import setting
 
 __all__ = [
-    "CODE_BINDING_MISSING",
-    "CODE_CITATION_QUOTE",
-    "CODE_CITATION_REFERENCE",
-    "CODE_CITATION_UNKNOWN_EVIDENCE",
-    "CODE_CONFLICT_UNKNOWN_EVIDENCE",
-    "CODE_CONTEXT_BYTES",
-    "CODE_CONTEXT_OMITTED",
-    "CODE_CONTEXT_QUESTION",
-    "CODE_CONTEXT_TOKENS",
-    "CODE_ENVELOPE_INTERVAL_ORDER",
-    "CODE_ENVELOPE_PACKAGE_MISMATCH",
-    "CODE_ENVELOPE_SCHEMA",
-    "CODE_ID_REUSE",
-    "CODE_INDEPENDENT_FAMILIES",
-    "CODE_INTERVAL_ORDER",
-    "CODE_ITEM_BUDGET",
-    "CODE_ITEM_ID_DUPLICATE",
-    "CODE_NODE_ID_DUPLICATE",
-    "CODE_NODE_PARENT_CYCLE",
-    "CODE_NODE_PARENT_UNKNOWN",
-    "CODE_NODE_SOURCE_UNKNOWN",
-    "CODE_NODE_TEXT_LEVEL",
-    "CODE_NODE_TEXT_PREFIX",
-    "CODE_NODE_TEXT_SOURCES",
-    "CODE_PACKAGE_EDGE",
-    "CODE_PACKAGE_SCHEMA",
-    "CODE_REQUEST_INTERVAL_ORDER",
-    "CODE_REQUEST_SCHEMA",
-    "CODE_REVISION_CONFLICT",
-    "CODE_TABLE",
-    "CODE_UNKNOWN_PACKAGE",
     "CONTRACT",
-    "Fault",
-    "MAX_SCHEMA_FAULTS",
-    "SCHEMA_FILE",
-    "budget_default",
-    "context_fixed_point",
-    "context_size_faults",
+    "CONTRACT_VERSION",
+    "DOCUMENT_KINDS",
+    "PACKAGE_KIND",
+    "STRICT_CONTEXT_BYTES",
     "decimal_value",
+    "detect",
     "effective_item_budget",
-    "envelope_faults",
     "json_equal",
-    "load_schema",
-    "measure_context",
-    "package_faults",
-    "request_faults",
+    "normalize_uuid",
     "revision_bindings",
-    "revision_conflict_faults",
-    "schema_faults",
-    "validator",
+    "revision_conflicts",
+    "validate",
+    "validate_envelope",
+    "validate_package",
+    "validate_request",
 ]
 
 #: Contract name used in ``rule`` (the published file's name without ``.schema.json``).
 CONTRACT = "insonic-answer-evidence-1.3.0"
-#: File name of evstore's own schema under ``store/schemas``.
-SCHEMA_FILE = "insonic-answer-evidence-1.3.0.schema.json"
-#: At most this many structural faults are listed per document; a 100 000-element array of
-#: wrong values would otherwise cost seconds and megabytes to report. One more fault at ""
-#: (details ``truncated``) says the list was cut.
-MAX_SCHEMA_FAULTS = 256
-# Messages from jsonschema-rs quote the offending instance, which may be megabytes long.
-_MAX_MESSAGE = 400
-# Which subschema of our schema judges which document.
-_PARTS = {
-    "package": "#/$defs/package",
-    "request": "#/$defs/request",
-    "envelope": "#/$defs/envelope",
-    "claim": "#/$defs/claim",
-    "citation": "#/$defs/citation",
-}
-
-# Structure (raised by evstore.packages from jsonschema-rs faults):
-CODE_PACKAGE_SCHEMA = "package.schema"
-CODE_REQUEST_SCHEMA = "request.schema"
-CODE_ENVELOPE_SCHEMA = "envelope.schema"
-# Package semantics:
-CODE_ITEM_ID_DUPLICATE = "package.item-id-duplicate"
-CODE_CONFLICT_UNKNOWN_EVIDENCE = "package.conflict-unknown-evidence"
-CODE_NODE_SOURCE_UNKNOWN = "package.node-source-unknown"
-CODE_NODE_ID_DUPLICATE = "package.node-id-duplicate"
-CODE_NODE_PARENT_UNKNOWN = "package.node-parent-unknown"
-CODE_NODE_PARENT_CYCLE = "package.node-parent-cycle"
-CODE_NODE_TEXT_LEVEL = "package.node-text-level"
-CODE_NODE_TEXT_SOURCES = "package.node-text-sources"
-CODE_NODE_TEXT_PREFIX = "package.node-text-prefix"
-CODE_INTERVAL_ORDER = "package.interval-order"
-CODE_CONTEXT_QUESTION = "package.context-question"
-CODE_CONTEXT_OMITTED = "package.context-omitted"
-CODE_ITEM_BUDGET = "package.item-budget"
-CODE_INDEPENDENT_FAMILIES = "package.independent-families"
-CODE_CONTEXT_BYTES = "package.context-bytes"
-CODE_CONTEXT_TOKENS = "package.context-tokens"
-# Request and envelope semantics:
-CODE_REQUEST_INTERVAL_ORDER = "request.interval-order"
-CODE_ENVELOPE_INTERVAL_ORDER = "envelope.interval-order"
-CODE_ENVELOPE_PACKAGE_MISMATCH = "envelope.package-mismatch"
-CODE_CITATION_UNKNOWN_EVIDENCE = "envelope.citation-unknown-evidence"
-CODE_CITATION_QUOTE = "envelope.citation-quote"
-CODE_CITATION_REFERENCE = "envelope.citation-reference"
-# Bindings (PackageBindingError); revision-conflict is also checked inside one package here:
-CODE_REVISION_CONFLICT = "package.revision-conflict"
-CODE_ID_REUSE = "package.id-reuse"
-CODE_UNKNOWN_PACKAGE = "envelope.unknown-package"
-# Store consistency, found by `evstore check` (CorruptionError):
-CODE_BINDING_MISSING = "package.binding-missing"
-CODE_PACKAGE_EDGE = "envelope.package-edge"
-
-#: code -> (section of the published schema that states or implies the rule, meaning).
-CODE_TABLE: dict[str, tuple[str, str]] = {
-    CODE_PACKAGE_SCHEMA: ("", "the package breaks a structural rule of the schema"),
-    CODE_REQUEST_SCHEMA: ("/$defs/request", "the request breaks a structural rule of the schema"),
-    CODE_ENVELOPE_SCHEMA: (
-        "/$defs/envelope",
-        "the answer envelope breaks a structural rule of the schema (claims included)",
-    ),
-    CODE_ITEM_ID_DUPLICATE: ("/$defs/item/properties/id", "two items share one id"),
-    CODE_CONFLICT_UNKNOWN_EVIDENCE: (
-        "/$defs/conflict/properties/evidence_ids",
-        "a conflict names an evidence id that is not an item of the package",
-    ),
-    CODE_NODE_SOURCE_UNKNOWN: (
-        "/$defs/contextNode/properties/sources",
-        "a context node names a source that is not an item of the package",
-    ),
-    CODE_NODE_ID_DUPLICATE: ("/$defs/contextNode/properties/id", "two context nodes share one id"),
-    CODE_NODE_PARENT_UNKNOWN: (
-        "/$defs/contextNode/properties/parent",
-        "a context node's parent names no node of the context",
-    ),
-    CODE_NODE_PARENT_CYCLE: (
-        "/$defs/contextNode/properties/parent",
-        "context node parents form a cycle (a node that is its own parent included)",
-    ),
-    CODE_NODE_TEXT_LEVEL: (
-        "/$defs/contextNode",
-        "a context node that is not cue-level carries text",
-    ),
-    CODE_NODE_TEXT_SOURCES: (
-        "/$defs/contextNode/properties/text",
-        "a cue node with text does not have exactly one source",
-    ),
-    CODE_NODE_TEXT_PREFIX: (
-        "/$defs/contextNode/properties/text",
-        "a cue node's text is not a prefix of its source item's text",
-    ),
-    CODE_INTERVAL_ORDER: (
-        "/$defs/interval/properties/end_us",
-        "a source interval in the package does not end after it starts",
-    ),
-    CODE_CONTEXT_QUESTION: (
-        "/$defs/context/properties/question",
-        "context.question differs from request.question",
-    ),
-    CODE_CONTEXT_OMITTED: (
-        "/$defs/context/properties/omitted",
-        "context.omitted exceeds the number of items",
-    ),
-    CODE_ITEM_BUDGET: (
-        "/$defs/budget/properties/items",
-        "the package has more items than the request's effective item budget",
-    ),
-    CODE_INDEPENDENT_FAMILIES: (
-        "/properties/independent_families",
-        "independent_families exceeds the number of distinct item families",
-    ),
-    CODE_CONTEXT_BYTES: (
-        "/$defs/context/properties/bytes",
-        "context.bytes is not the UTF-8 size of the compact context JSON (warning unless strict)",
-    ),
-    CODE_CONTEXT_TOKENS: (
-        "/$defs/context/properties/tokens",
-        "context.tokens differs from context.bytes under utf8-byte-upper-bound "
-        "(warning unless strict)",
-    ),
-    CODE_REQUEST_INTERVAL_ORDER: (
-        "/$defs/interval/properties/end_us",
-        "the request's source interval does not end after it starts",
-    ),
-    CODE_ENVELOPE_INTERVAL_ORDER: (
-        "/$defs/interval/properties/end_us",
-        "a citation's source interval does not end after it starts",
-    ),
-    CODE_ENVELOPE_PACKAGE_MISMATCH: (
-        "/$defs/envelope/properties/package_id",
-        "the envelope's package_id is not the id of the package it is checked against",
-    ),
-    CODE_CITATION_UNKNOWN_EVIDENCE: (
-        "/$defs/citation/properties/evidence_id",
-        "a citation names an evidence id that is not an item of the package",
-    ),
-    CODE_CITATION_QUOTE: (
-        "/$defs/citation/properties/quote",
-        "a citation's quote is not an exact substring of the cited item's text",
-    ),
-    CODE_CITATION_REFERENCE: (
-        "/$defs/citation/properties/reference",
-        "a citation's reference differs from the cited item's reference",
-    ),
-    CODE_REVISION_CONFLICT: (
-        "/$defs/reference/properties/recording_revision",
-        "one (workspace_id, recording_id, recording_revision) is bound to other digests "
-        "(by another item of the package, or by an earlier accepted package)",
-    ),
-    CODE_ID_REUSE: (
-        "/properties/id",
-        "a different package is already stored under this package id",
-    ),
-    CODE_BINDING_MISSING: (
-        "/$defs/reference/properties/recording_revision",
-        "(check) a stored package's id or recording revision binding row is missing",
-    ),
-    CODE_PACKAGE_EDGE: (
-        "/$defs/envelope/properties/package_id",
-        "(check) a stored envelope has no package edge to the package it cites",
-    ),
-    CODE_UNKNOWN_PACKAGE: (
-        "/$defs/envelope/properties/package_id",
-        "the envelope's package_id names no stored package",
-    ),
-}
-
-
-#: ``(code, pointer, message, details)``
-Fault = tuple[str, str, str, dict[str, Any] | None]
+#: The contract release: const of ``schema_version`` (package) and ``version`` (request,
+#: envelope); also the stored artifacts' contract version.
+CONTRACT_VERSION = "1.3.0"
+#: The kinds this contract claims, in detection order.
+DOCUMENT_KINDS = ("package", "request", "envelope")
+#: The package discriminator, ``kind``'s const value.
+PACKAGE_KIND = "answer-evidence-context"
+#: Store setting (bool): when true, a wrong ``context.bytes``/``context.tokens`` rejects the
+#: package instead of being recorded as a warning.
+STRICT_CONTEXT_BYTES = "packages.strict_context_bytes"
 
 _DIGITS = re.compile(r"[0-9]+", re.ASCII)
 _KEY_FIELDS = ("workspace_id", "recording_id", "recording_revision")
 _VALUE_FIELDS = ("document_digest", "source_digest", "source_map_digest", "identity_digest")
 # A quoted value in a message is cut here; the full value is in the document at the pointer.
 _SHOW = 80
-
-
-# --------------------------------------------------------------------------- schema
-
-
-@cache
-def _schema_text() -> str:
-    return resources.files(__package__).joinpath("schemas", SCHEMA_FILE).read_text("utf-8")
-
-
-def load_schema() -> dict[str, Any]:
-    """Return evstore's own schema for the contract, parsed (a fresh copy each call).
-
-    Returns:
-        The JSON Schema 2020-12 document; the root validates a package, and ``$defs`` has
-        ``request``, ``envelope``, ``claim``, ``citation`` among others.
-    """
-    return json.loads(_schema_text())
-
-
-@cache
-def _validators() -> Mapping[str, jsonschema_rs.Validator]:
-    # offline=True: every $ref is internal ("#/$defs/..."); a network fetch would be a bug.
-    vmap = jsonschema_rs.validator_map_for(
-        json.loads(_schema_text()), validate_formats=True, offline=True
-    )
-    return MappingProxyType({part: vmap[pointer] for part, pointer in _PARTS.items()})
-
-
-def validator(part: str) -> jsonschema_rs.Validator:
-    """The compiled validator of one part: package, request, envelope, claim or citation."""
-    return _validators()[part]
-
-
-def _sort_key(path: list[str | int]) -> tuple[tuple[int, int | str], ...]:
-    # Array indexes compare as numbers, so /items/2 comes before /items/10.
-    return tuple((0, t) if isinstance(t, int) else (1, t) for t in path)
-
-
-def schema_faults(part: str, doc: Any, code: str) -> list[Fault]:
-    """Structural faults of ``doc`` as the ``part`` subschema judges it, ordered by pointer.
-
-    Args:
-        part: ``package``, ``request``, ``envelope``, ``claim`` or ``citation``.
-        doc: the parsed document.
-        code: the code every fault gets (``package.schema``...).
-
-    Returns:
-        Faults at the instance pointer, with details ``keyword`` (``required``,
-        ``pattern``...), ``schema_path`` (in our schema) and small facts (missing or
-        unexpected names, limits, patterns, formats); at most :data:`MAX_SCHEMA_FAULTS`, then
-        one fault at ``""`` with ``details["truncated"]``.
-    """
-    check = validator(part)
-    # is_valid stops at the first fault and builds no error objects; iter_errors builds
-    # all of them up front (about 20 us each), so take the fast path for the usual case.
-    if check.is_valid(doc):
-        return []
-    found = []
-    truncated = False
-    for e in check.iter_errors(doc):
-        if len(found) == MAX_SCHEMA_FAULTS:
-            truncated = True
-            break
-        message = e.message
-        if len(message) > _MAX_MESSAGE:
-            message = message[:_MAX_MESSAGE] + "..."
-        details: dict[str, Any] = {
-            "keyword": e.kind.name,
-            "schema_path": join_pointer("", *e.schema_path),
-        }
-        extra = e.kind.as_dict()
-        # Only the small facts; enum and const values are in the schema already.
-        for key in ("property", "unexpected", "limit", "pattern", "format", "types"):
-            if key in extra:
-                details[key] = extra[key]
-        pointer = join_pointer("", *e.instance_path)
-        found.append(
-            (_sort_key(list(e.instance_path)), e.kind.name, (code, pointer, message, details))
-        )
-    found.sort(key=lambda f: (f[0], f[1]))
-    faults: list[Fault] = [f[2] for f in found]
-    if truncated:
-        faults.append(
-            (
-                code,
-                "",
-                f"more structural faults than the {MAX_SCHEMA_FAULTS} listed; fix these first",
-                {"truncated": True, "limit": MAX_SCHEMA_FAULTS},
-            )
-        )
-    return faults
-
-
-@cache
-def _budget_defaults() -> Mapping[str, int]:
-    props = json.loads(_schema_text())["$defs"]["budget"]["properties"]
-    return MappingProxyType({k: v["default"] for k, v in props.items()})
-
-
-def budget_default(name: str) -> int:
-    """The schema's default for one request budget limit (``items`` -> 128).
-
-    Raises:
-        KeyError: ``name`` is not a member of ``$defs/budget``.
-    """
-    return int(_budget_defaults()[name])
 
 
 # --------------------------------------------------------------------------- readers
@@ -458,20 +167,21 @@ def effective_item_budget(request: Any) -> int:
 # --------------------------------------------------------------------------- shared rules
 
 
-def _interval_fault(interval: Any, pointer: str, code: str) -> Iterator[Fault]:
+def _interval_fault(interval: Any, pointer: str, code: str) -> Iterator[EvstoreError]:
     interval = _obj(interval)
     start = decimal_value(interval.get("start_us"))
     end = decimal_value(interval.get("end_us"))
     if start is not None and end is not None and end <= start:
-        yield (
+        yield error(
             code,
-            join_pointer(pointer, "end_us"),
             f"source interval ends at {end} us, not after its start {start} us",
-            {"start_us": str(start), "end_us": str(end)},
+            join_pointer(pointer, "end_us"),
+            start_us=str(start),
+            end_us=str(end),
         )
 
 
-def request_faults(request: Any, base: str, code: str) -> list[Fault]:
+def _request_rules(request: Any, base: str, code: str) -> list[EvstoreError]:
     """Semantic faults of a request at ``base`` (``""`` alone, ``"/request"`` in a package)."""
     interval = _obj(_obj(request).get("filters")).get("source_interval")
     if interval is None:
@@ -482,46 +192,47 @@ def request_faults(request: Any, base: str, code: str) -> list[Fault]:
 # --------------------------------------------------------------------------- package rules
 
 
-def _item_rules(doc: dict[str, Any], items: list[Any], ids: dict[str, int]) -> Iterator[Fault]:
+def _item_rules(
+    doc: dict[str, Any], items: list[Any], ids: dict[str, int]
+) -> Iterator[EvstoreError]:
     for i, item in enumerate(items):
         ident = _obj(item).get("id")
         if isinstance(ident, str) and ids.get(ident) != i:
-            yield (
-                CODE_ITEM_ID_DUPLICATE,
-                f"/items/{i}/id",
+            yield error(
+                "package.item-id-duplicate",
                 f"item id {_show(ident)} is already used by /items/{ids[ident]}",
-                {"first": f"/items/{ids[ident]}"},
+                f"/items/{i}/id",
+                first=f"/items/{ids[ident]}",
             )
     for i, item in enumerate(items):
-        ref = _obj(item).get("reference")
-        if isinstance(_obj(ref).get("source"), dict):
+        source = _obj(_obj(item).get("reference")).get("source")
+        if isinstance(source, dict):
             yield from _interval_fault(
-                ref["source"], f"/items/{i}/reference/source", CODE_INTERVAL_ORDER
+                source, f"/items/{i}/reference/source", "package.interval-order"
             )
-    yield from request_faults(doc.get("request"), "/request", CODE_INTERVAL_ORDER)
+    yield from _request_rules(doc.get("request"), "/request", "package.interval-order")
     for i, conflict in enumerate(_arr(doc.get("conflicts"))):
         for j, ident in enumerate(_arr(_obj(conflict).get("evidence_ids"))):
             if isinstance(ident, str) and ident not in ids:
-                yield (
-                    CODE_CONFLICT_UNKNOWN_EVIDENCE,
-                    f"/conflicts/{i}/evidence_ids/{j}",
+                yield error(
+                    "package.conflict-unknown-evidence",
                     f"conflict names evidence {_show(ident)}, which is not an item",
-                    None,
+                    f"/conflicts/{i}/evidence_ids/{j}",
                 )
 
 
-def _node_rules(nodes: list[Any], items: list[Any], ids: dict[str, int]) -> Iterator[Fault]:
+def _node_rules(nodes: list[Any], items: list[Any], ids: dict[str, int]) -> Iterator[EvstoreError]:
     node_ids: dict[str, int] = {}
     for i, node in enumerate(nodes):
         ident = _obj(node).get("id")
         if isinstance(ident, str):
             if ident in node_ids:
-                yield (
-                    CODE_NODE_ID_DUPLICATE,
-                    f"/context/nodes/{i}/id",
+                yield error(
+                    "package.node-id-duplicate",
                     f"context node id {_show(ident)} is already used by "
                     f"/context/nodes/{node_ids[ident]}",
-                    {"first": f"/context/nodes/{node_ids[ident]}"},
+                    f"/context/nodes/{i}/id",
+                    first=f"/context/nodes/{node_ids[ident]}",
                 )
             else:
                 node_ids[ident] = i
@@ -531,57 +242,54 @@ def _node_rules(nodes: list[Any], items: list[Any], ids: dict[str, int]) -> Iter
         base = f"/context/nodes/{i}"
         for j, source in enumerate(_arr(node.get("sources"))):
             if isinstance(source, str) and source not in ids:
-                yield (
-                    CODE_NODE_SOURCE_UNKNOWN,
-                    f"{base}/sources/{j}",
+                yield error(
+                    "package.node-source-unknown",
                     f"context node source {_show(source)} is not an item",
-                    None,
+                    f"{base}/sources/{j}",
                 )
         parent = node.get("parent")
         if isinstance(parent, str):
             if parent in node_ids:
                 parent_of[i] = node_ids[parent]
             else:
-                yield (
-                    CODE_NODE_PARENT_UNKNOWN,
-                    f"{base}/parent",
+                yield error(
+                    "package.node-parent-unknown",
                     f"parent {_show(parent)} names no context node",
-                    None,
+                    f"{base}/parent",
                 )
         text = node.get("text")
         if not isinstance(text, str):
             continue
         if node.get("level") != "cue":
-            yield (
-                CODE_NODE_TEXT_LEVEL,
-                f"{base}/text",
+            yield error(
+                "package.node-text-level",
                 f"only cue nodes carry text; this node is {node.get('level')!r}",
-                None,
+                f"{base}/text",
             )
             continue
         sources = _arr(node.get("sources"))
         if len(sources) != 1:
-            yield (
-                CODE_NODE_TEXT_SOURCES,
-                f"{base}/sources",
+            yield error(
+                "package.node-text-sources",
                 f"a cue node with text needs exactly one source, it has {len(sources)}",
-                {"sources": len(sources)},
+                f"{base}/sources",
+                sources=len(sources),
             )
             continue
         source = sources[0]
         if isinstance(source, str) and source in ids:
             item_text = _obj(items[ids[source]]).get("text")
             if isinstance(item_text, str) and not item_text.startswith(text):
-                yield (
-                    CODE_NODE_TEXT_PREFIX,
-                    f"{base}/text",
+                yield error(
+                    "package.node-text-prefix",
                     f"cue node text is not a prefix of the text of item {_show(source)}",
-                    {"item": f"/items/{ids[source]}"},
+                    f"{base}/text",
+                    item=f"/items/{ids[source]}",
                 )
     yield from _cycles(nodes, parent_of)
 
 
-def _cycles(nodes: list[Any], parent_of: list[int | None]) -> Iterator[Fault]:
+def _cycles(nodes: list[Any], parent_of: list[int | None]) -> Iterator[EvstoreError]:
     # Each node has at most one parent, so every cycle is found by walking up from each
     # node once; 0 = unseen, 1 = on the current walk, 2 = finished.
     state = [0] * len(nodes)
@@ -597,154 +305,68 @@ def _cycles(nodes: list[Any], parent_of: list[int | None]) -> Iterator[Fault]:
             first = min(cycle)
             # Report the cycle once, at its earliest node, listing ids in parent order.
             order = cycle[cycle.index(first) :] + cycle[: cycle.index(first)]
-            yield (
-                CODE_NODE_PARENT_CYCLE,
-                f"/context/nodes/{first}/parent",
+            yield error(
+                "package.node-parent-cycle",
                 f"context node parents form a cycle of {len(cycle)} node(s)",
-                {"cycle": [_obj(nodes[n]).get("id") for n in order]},
+                f"/context/nodes/{first}/parent",
+                cycle=[_obj(nodes[n]).get("id") for n in order],
             )
         for n in walk:
             state[n] = 2
 
 
-def _count_rules(doc: dict[str, Any], items: list[Any]) -> Iterator[Fault]:
+def _count_rules(doc: dict[str, Any], items: list[Any]) -> Iterator[EvstoreError]:
     request = _obj(doc.get("request"))
     context = _obj(doc.get("context"))
     asked, shown = request.get("question"), context.get("question")
     if isinstance(asked, str) and isinstance(shown, str) and asked != shown:
-        yield (
-            CODE_CONTEXT_QUESTION,
-            "/context/question",
+        yield error(
+            "package.context-question",
             f"context question {_show(shown)} differs from request question {_show(asked)}",
-            None,
+            "/context/question",
         )
     omitted = _int(context.get("omitted"))
     if omitted is not None and omitted > len(items):
-        yield (
-            CODE_CONTEXT_OMITTED,
-            "/context/omitted",
+        yield error(
+            "package.context-omitted",
             f"context omits {omitted} items but the package has only {len(items)}",
-            {"omitted": omitted, "items": len(items)},
+            "/context/omitted",
+            omitted=omitted,
+            items=len(items),
         )
     if isinstance(doc.get("items"), list):
         budget = effective_item_budget(request)
         if len(items) > budget:
-            yield (
-                CODE_ITEM_BUDGET,
-                "/items",
+            yield error(
+                "package.item-budget",
                 f"{len(items)} items exceed the effective item budget of {budget}",
-                {"items": len(items), "budget": budget},
+                "/items",
+                items=len(items),
+                budget=budget,
             )
     claimed = _int(doc.get("independent_families"))
     families = {f for f in (_obj(it).get("family") for it in items) if isinstance(f, str)}
     if claimed is not None and claimed > len(families):
-        yield (
-            CODE_INDEPENDENT_FAMILIES,
-            "/independent_families",
+        yield error(
+            "package.independent-families",
             f"{claimed} independent families claimed, items show {len(families)} distinct",
-            {"claimed": claimed, "families": len(families)},
+            "/independent_families",
+            claimed=claimed,
+            families=len(families),
         )
 
 
-def measure_context(context: Mapping[str, Any]) -> int:
-    """UTF-8 size of the compact JSON of ``context`` in its own member order.
-
-    Raises:
-        TypeError, ValueError: ``context`` holds values that are not JSON.
-    """
-    text = json.dumps(context, ensure_ascii=False, separators=(",", ":"))
-    # Lone surrogates cannot come through the strict reader; count them as UTF-8 would
-    # (3 bytes) rather than fail, should a caller pass one.
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
-def context_fixed_point(context: dict[str, Any]) -> int | None:
-    """Smallest n with ``measure_context`` = n once ``bytes`` (and ``tokens``) hold n.
-
-    ``context`` is modified in place; pass a copy.
-    """
-    fields = [f for f in ("bytes", "tokens") if f in context]
-    if "bytes" not in fields:
-        return None
-    for f in fields:
-        context[f] = 0
-    base = measure_context(context) - len(fields)  # the size without the digits
-    for digits in range(1, 8):
-        n = base + digits * len(fields)
-        if len(str(n)) == digits:
-            return n
-    return None
-
-
-def context_size_faults(doc: Any) -> list[Fault]:
-    """``package.context-bytes`` / ``package.context-tokens`` faults of a package.
-
-    ``context.bytes`` must equal :func:`measure_context` of the context with its values as
-    given (a fixed point: the claimed value is inside what is measured), and under
-    ``utf8-byte-upper-bound`` ``tokens`` must equal ``bytes``. The caller decides whether
-    these are warnings or errors (``packages.strict_context_bytes``).
-    """
-    return list(_context_size(doc)) if isinstance(doc, dict) else []
-
-
-def _context_size(doc: dict[str, Any]) -> Iterator[Fault]:
-    context = doc.get("context")
-    if not isinstance(context, dict):
-        return
-    claimed = _int(context.get("bytes"))
-    if claimed is not None:
-        try:
-            measured = measure_context(context)
-        except (TypeError, ValueError):
-            measured = None
-        if measured is not None and measured != claimed:
-            yield (
-                CODE_CONTEXT_BYTES,
-                "/context/bytes",
-                f"context.bytes is {claimed} but the compact UTF-8 JSON of the context "
-                f"with that value is {measured} bytes",
-                {
-                    "claimed": claimed,
-                    "measured": measured,
-                    "fixed_point": context_fixed_point(dict(context)),
-                },
-            )
-    tokens = _int(context.get("tokens"))
-    if (
-        context.get("token_accounting") == "utf8-byte-upper-bound"
-        and tokens is not None
-        and claimed is not None
-        and tokens != claimed
-    ):
-        yield (
-            CODE_CONTEXT_TOKENS,
-            "/context/tokens",
-            f"context.tokens is {tokens} but utf8-byte-upper-bound makes it equal to "
-            f"bytes ({claimed})",
-            {"tokens": tokens, "bytes": claimed},
-        )
-
-
-def package_faults(doc: Any) -> tuple[list[Fault], list[Fault]]:
-    """All semantic faults of a package.
-
-    Args:
-        doc: the parsed package.
-
-    Returns:
-        ``(hard, soft)``: hard faults always reject; soft ones are the context size rules
-        (``package.context-bytes``, ``package.context-tokens``), which the caller treats as
-        warnings unless strict.
-    """
+def _package_rules(doc: Any) -> list[EvstoreError]:
+    """The contract rules of a package beyond its shape, context size excluded."""
     if not isinstance(doc, dict):
-        return [], []
+        return []
     items = _items(doc)
     ids = _item_index(items)
-    hard = list(_item_rules(doc, items, ids))
-    hard += _node_rules(_arr(_obj(doc.get("context")).get("nodes")), items, ids)
-    hard += _count_rules(doc, items)
-    hard += revision_conflict_faults(doc)
-    return hard, context_size_faults(doc)
+    found = list(_item_rules(doc, items, ids))
+    found += _node_rules(_arr(_obj(doc.get("context")).get("nodes")), items, ids)
+    found += _count_rules(doc, items)
+    found += revision_conflicts(doc)
+    return found
 
 
 # --------------------------------------------------------------------------- bindings
@@ -754,19 +376,35 @@ def _binding(reference: Any) -> tuple[tuple[str, str, str], tuple[str, str, str,
     ref = _obj(reference)
     workspace, recording = ref.get("workspace_id"), ref.get("recording_id")
     revision = decimal_value(ref.get("recording_revision"))
-    value = tuple(ref.get(f) for f in _VALUE_FIELDS)
+    value = [ref.get(f) for f in _VALUE_FIELDS]
     if not (isinstance(workspace, str) and isinstance(recording, str) and revision is not None):
         return None
-    if not all(isinstance(v, str) for v in value):
+    digests = [v for v in value if isinstance(v, str)]
+    if len(digests) != len(value):
         return None
-    key = (workspace.lower(), recording.lower(), str(revision))
-    return key, (value[0], value[1], value[2], value[3])
+    key = (normalize_uuid(workspace), normalize_uuid(recording), str(revision))
+    return key, (digests[0], digests[1], digests[2], digests[3])
 
 
 def revision_bindings(
     package: Any,
 ) -> list[tuple[str, tuple[str, str, str], tuple[str, str, str, str]]]:
-    """``(pointer, key, value)`` per item with a readable reference; see packages."""
+    """The recording-revision bindings a package asks the store to hold, one per item.
+
+    Args:
+        package: a parsed package (items with a malformed reference are skipped).
+
+    Returns:
+        ``[(pointer, key, value), ...]`` in item order: ``pointer`` is
+        ``/items/<i>/reference``, ``key`` is ``(workspace_id, recording_id,
+        recording_revision)``, ``value`` is ``(document_digest, source_digest,
+        source_map_digest, identity_digest)``. UUIDs are lowercased (:func:`normalize_uuid`)
+        and the revision is the canonical decimal string of its integer value (it may
+        exceed 2**63: keep it as text or numeric in a database).
+
+    Contract:
+        ``$defs/reference``; the first accepted write binds the key to the value.
+    """
     out = []
     for i, item in enumerate(_items(package)):
         bound = _binding(_obj(item).get("reference"))
@@ -775,10 +413,20 @@ def revision_bindings(
     return out
 
 
-def revision_conflict_faults(package: Any) -> list[Fault]:
-    """Items binding one recording revision to digests other than an earlier item's."""
+def revision_conflicts(package: Any) -> list[EvstoreError]:
+    """Items of one package that bind one recording revision to different digests.
+
+    Returns:
+        One ``package.revision-conflict`` (:class:`~evstore.errors.PackageBindingError`) per
+        item disagreeing with the first item that bound its key, at ``/items/<i>/reference``,
+        details ``key``, ``bound_by`` (that item's pointer) and ``differs``. Also part of
+        :func:`validate_package`.
+
+    Contract:
+        ``$defs/reference``: one recording revision, one set of digests.
+    """
     first: dict[tuple[str, str, str], tuple[str, tuple[str, str, str, str]]] = {}
-    faults: list[Fault] = []
+    faults: list[EvstoreError] = []
     for pointer, key, value in revision_bindings(package):
         if key not in first:
             first[key] = (pointer, value)
@@ -787,16 +435,14 @@ def revision_conflict_faults(package: Any) -> list[Fault]:
         if value != bound:
             differ = [f for f, a, b in zip(_VALUE_FIELDS, bound, value, strict=True) if a != b]
             faults.append(
-                (
-                    CODE_REVISION_CONFLICT,
-                    pointer,
+                error(
+                    "package.revision-conflict",
                     f"recording {key[1]} revision {key[2]} is bound to other "
                     f"{', '.join(differ)} by {where}",
-                    {
-                        "key": dict(zip(_KEY_FIELDS, key, strict=True)),
-                        "bound_by": where,
-                        "differs": differ,
-                    },
+                    pointer,
+                    key=dict(zip(_KEY_FIELDS, key, strict=True)),
+                    bound_by=where,
+                    differs=differ,
                 )
             )
     return faults
@@ -805,7 +451,7 @@ def revision_conflict_faults(package: Any) -> list[Fault]:
 # --------------------------------------------------------------------------- envelopes
 
 
-def envelope_faults(doc: Any, package: Any) -> list[Fault]:
+def _envelope_rules(doc: Any, package: Any) -> list[EvstoreError]:
     """Semantic faults of an answer envelope, alone (``package`` None) or against its package.
 
     Alone: ``envelope.interval-order`` on citation references. With the package also
@@ -813,7 +459,7 @@ def envelope_faults(doc: Any, package: Any) -> list[Fault]:
     """
     if not isinstance(doc, dict):
         return []
-    faults: list[Fault] = []
+    faults: list[EvstoreError] = []
     citations = [
         (i, j, _obj(c))
         for i, claim in enumerate(_arr(doc.get("claims")))
@@ -823,19 +469,23 @@ def envelope_faults(doc: Any, package: Any) -> list[Fault]:
         source = _obj(cite.get("reference")).get("source")
         if source is not None:
             base = f"/claims/{i}/citations/{j}/reference/source"
-            faults += _interval_fault(source, base, CODE_ENVELOPE_INTERVAL_ORDER)
+            faults += _interval_fault(source, base, "envelope.interval-order")
     if package is None:
         return faults
     package = _obj(package)
     mine, theirs = doc.get("package_id"), package.get("id")
     # UUID text is case-insensitive (RFC 4122 section 3).
-    if isinstance(mine, str) and isinstance(theirs, str) and mine.lower() != theirs.lower():
+    if (
+        isinstance(mine, str)
+        and isinstance(theirs, str)
+        and normalize_uuid(mine) != normalize_uuid(theirs)
+    ):
         faults.append(
-            (
-                CODE_ENVELOPE_PACKAGE_MISMATCH,
-                "/package_id",
+            error(
+                "envelope.package-mismatch",
                 f"package_id {mine} is not the id of the package checked against ({theirs})",
-                {"package_id": theirs},
+                "/package_id",
+                package_id=theirs,
             )
         )
     items = _items(package)
@@ -847,11 +497,10 @@ def envelope_faults(doc: Any, package: Any) -> list[Fault]:
             continue
         if ident not in ids:
             faults.append(
-                (
-                    CODE_CITATION_UNKNOWN_EVIDENCE,
-                    f"{base}/evidence_id",
+                error(
+                    "envelope.citation-unknown-evidence",
                     f"citation names evidence {_show(ident)}, which is not an item of the package",
-                    None,
+                    f"{base}/evidence_id",
                 )
             )
             continue
@@ -859,21 +508,161 @@ def envelope_faults(doc: Any, package: Any) -> list[Fault]:
         text, quote = item.get("text"), cite.get("quote")
         if isinstance(text, str) and isinstance(quote, str) and quote not in text:
             faults.append(
-                (
-                    CODE_CITATION_QUOTE,
-                    f"{base}/quote",
+                error(
+                    "envelope.citation-quote",
                     f"quote {_show(quote)} does not occur verbatim in the text of item "
                     f"{_show(ident)}",
-                    {"item": f"/items/{ids[ident]}"},
+                    f"{base}/quote",
+                    item=f"/items/{ids[ident]}",
                 )
             )
         if "reference" in cite and not json_equal(cite["reference"], item.get("reference")):
             faults.append(
-                (
-                    CODE_CITATION_REFERENCE,
-                    f"{base}/reference",
+                error(
+                    "envelope.citation-reference",
                     f"citation reference differs from the reference of item {_show(ident)}",
-                    {"item": f"/items/{ids[ident]}/reference"},
+                    f"{base}/reference",
+                    item=f"/items/{ids[ident]}/reference",
                 )
             )
+    return faults
+
+
+# --------------------------------------------------------------------------- the contract
+
+
+def normalize_uuid(value: str) -> str:
+    """A UUID as evstore keys and looks it up: lowercased (RFC 4122: case does not matter).
+
+    Package ids, workspace ids and recording ids are bound, indexed and searched in this
+    form (``evstore find --package-id``, ``evstore ls --workspace``); the text is otherwise
+    kept as written.
+    """
+    return value.lower()
+
+
+def detect(doc: Any) -> str | None:
+    """Tell which document of this contract ``doc`` is, by its discriminators.
+
+    - ``"package"``: an object whose ``kind`` is ``"answer-evidence-context"`` (the
+      package's const). ``schema_version`` is not required here, so a package of another
+      release is still recognized and then fails ``package.schema`` at ``/schema_version``.
+    - ``"envelope"``: no ``kind``/``schema_version``, ``version == "1.3.0"`` and a
+      ``package_id`` or ``claims`` member (both required by the envelope, forbidden in a request).
+    - ``"request"``: no ``kind``/``schema_version``, ``version == "1.3.0"`` and a
+      ``question`` member (required by the request, forbidden in an envelope).
+
+    Args:
+        doc: a parsed JSON value.
+
+    Returns:
+        ``"package"``, ``"request"``, ``"envelope"`` or ``None`` when none matches.
+    """
+    if not isinstance(doc, dict):
+        return None
+    if doc.get("kind") == PACKAGE_KIND:
+        return "package"
+    if "kind" in doc or "schema_version" in doc or doc.get("version") != CONTRACT_VERSION:
+        return None
+    if "package_id" in doc or "claims" in doc:
+        return "envelope"
+    if "question" in doc:
+        return "request"
+    return None
+
+
+def validate(
+    doc: Any, settings: Mapping[str, Any] | None = None, *, kind: str | None = None
+) -> Faults:
+    """Every store-free fault of one document of this contract, in fault order.
+
+    Args:
+        doc: the parsed document (from the strict JSON reader).
+        settings: store settings (typed, as loaded) or None for the defaults; read:
+            ``packages.strict_context_bytes`` (packages only).
+        kind: ``package``, ``request`` or ``envelope``; None detects it (:func:`detect`),
+            and a document no kind claims is judged as a package (the schema's root).
+
+    Returns:
+        :func:`validate_package`, :func:`validate_request` or :func:`validate_envelope`
+        (alone: the citations against the package need the package, see there).
+
+    Raises:
+        ValueError: ``kind`` is not one of this contract's kinds (a programming error).
+    """
+    kind = kind or detect(doc) or "package"
+    if kind == "package":
+        return validate_package(doc, settings)
+    if kind == "request":
+        return validate_request(doc)
+    if kind == "envelope":
+        return validate_envelope(doc)
+    raise ValueError(f"{kind!r} is not a kind of {CONTRACT}")
+
+
+def validate_package(doc: Any, settings: Mapping[str, Any] | None = None) -> Faults:
+    """Check a retained package against every structural and semantic rule.
+
+    Args:
+        doc: the parsed package (a dict from the strict JSON reader).
+        settings: store settings or None; ``packages.strict_context_bytes`` (bool, True
+            only) turns context size faults from warnings into errors.
+
+    Returns:
+        Errors: :class:`~evstore.errors.PackageError` (and
+        :class:`~evstore.errors.PackageBindingError` for ``package.revision-conflict``
+        between two items of this package), shape first (``package.schema``, ordered by
+        pointer), then the semantic rules (then the context size rules when strict).
+        Warnings: ``package.context-bytes``/``package.context-tokens`` when not strict.
+        No errors means the package is acceptable.
+
+    Contract:
+        the whole schema; each code's section is its rule in :data:`evstore.errors.CODES`.
+    """
+    faults = Faults(errors=schema_faults("package", doc, "package.schema"))
+    faults.extend(_package_rules(doc))
+    size = context_size_faults(doc)
+    if setting(settings, STRICT_CONTEXT_BYTES) is True:
+        faults.extend(size)
+    else:
+        faults.warnings.extend(size)
+    return faults
+
+
+def validate_request(doc: Any) -> Faults:
+    """Check a standalone request (``$defs/request``).
+
+    Args:
+        doc: the parsed request.
+
+    Returns:
+        Errors: ``request.schema`` faults, then ``request.interval-order`` for
+        ``filters.source_interval``; never warnings.
+    """
+    faults = Faults(errors=schema_faults("request", doc, "request.schema"))
+    faults.extend(_request_rules(doc, "", "request.interval-order"))
+    return faults
+
+
+def validate_envelope(doc: Any, package: Any = None) -> Faults:
+    """Check an answer envelope, and, given its package, every citation against it.
+
+    Args:
+        doc: the parsed envelope.
+        package: the (accepted) package the envelope answers from, or ``None`` to check the
+            envelope alone.
+
+    Returns:
+        Errors: ``envelope.schema`` faults (the claim conditionals included), then
+        ``envelope.interval-order``; with ``package`` also ``envelope.package-mismatch``
+        (package_id is not the package's id, compared as UUIDs, case-insensitively), and per
+        citation ``envelope.citation-unknown-evidence``, ``envelope.citation-quote`` (quote
+        not an exact substring of the item's text) and ``envelope.citation-reference``
+        (reference not the item's). Never warnings.
+
+    Contract:
+        ``$defs/envelope``, ``$defs/claim``, ``$defs/citation``.
+    """
+    faults = Faults(errors=schema_faults("envelope", doc, "envelope.schema"))
+    faults.extend(_envelope_rules(doc, package))
     return faults

@@ -8,8 +8,8 @@ is ``config.unknown`` / ``config.value``.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import CorruptionError, InputError

@@ -204,3 +204,108 @@ def test_unknown_kind_on_read_commands(run):
     for args in (["ls", "--kind", "nosuch"], ["find", "--kind", "", "--key", "k"]):
         r = run("--json", *args)
         assert r.exit_code == 1 and json.loads(r.stdout)["error"]["code"] == "kind.unknown"
+
+
+_STARTUP = """
+import json, sys
+import evstore.cli.main
+loaded = {"import": sorted(sys.modules)}
+from evstore.cli.main import main
+sys.argv = ["evstore", "--store", sys.argv[1], *sys.argv[2:]]
+try:
+    main()
+except SystemExit as exc:
+    loaded["exit"] = exc.code
+loaded["command"] = sorted(sys.modules)
+sys.stderr.write("\\nMODULES " + json.dumps(loaded) + "\\n")
+"""
+
+#: Modules no everyday command needs: Alembic (init/migrate only) and the contracts.
+_HEAVY = (
+    "alembic",
+    "jsonschema_rs",
+    "evstore.fragments",
+    "evstore.manifests",
+    "evstore.packages",
+    "evstore.package_rules",
+    "evstore.contexts",
+    "evstore.runs",
+    "evstore.cli.fragments",
+    "evstore.cli.manifests",
+    "evstore.cli.packages",
+    "evstore.cli.contexts",
+    "evstore.cli.runs",
+)
+
+
+def test_everyday_commands_import_neither_alembic_nor_the_contracts(tmp_path):
+    import evstore
+
+    url = f"sqlite:///{tmp_path / 'startup.db'}"
+    evstore.init(url)
+    with evstore.open(url) as store:
+        address = store.put(b"startup").digest.address
+    for args in (
+        ["put", "-"],
+        ["get", address],
+        ["stat", address],
+        ["has", address],
+        ["ls"],
+        ["config"],
+        ["find", "--key", "k"],
+    ):
+        r = subprocess.run(
+            [sys.executable, "-c", _STARTUP, url, *args],
+            input=b"bytes",
+            capture_output=True,
+            timeout=120,
+        )
+        line = r.stderr.decode().rsplit("MODULES ", 1)[-1]
+        loaded = json.loads(line)
+        assert loaded.get("exit") in (0, 1, None), (args, r.stderr)
+        for phase in ("import", "command"):
+            heavy = [m for m in loaded[phase] if m.split(".")[0] in _HEAVY or m in _HEAVY]
+            assert heavy == [], (args, phase, heavy)
+        if args[0] != "find":
+            assert loaded.get("exit") in (0, None), (args, r.stdout, r.stderr)
+    # The public package itself loads nothing until a name is used.
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import evstore, sys; print(len([m for m in sys.modules "
+            "if m.startswith(('evstore.', 'sqlalchemy'))]))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.stdout.strip() == "0", r.stdout + r.stderr
+
+
+def test_core_cli_modules_use_only_the_public_surface():
+    import ast
+
+    import evstore
+
+    public = set(evstore.__all__)
+    cli_dir = Path(__file__).resolve().parents[2] / "cli"
+    for name in ("main", "common", "objects", "ingest", "admin"):
+        tree = ast.parse((cli_dir / f"{name}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    assert a.name == "evstore" or not a.name.startswith("evstore"), (name, a.name)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                if node.module == "evstore":
+                    assert {a.name for a in node.names} <= public, name
+                else:
+                    assert not node.module.startswith("evstore") or node.module.startswith(
+                        "evstore.cli"
+                    ), (name, node.module)
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "evstore"
+            ):
+                assert node.attr in public, (name, node.attr)

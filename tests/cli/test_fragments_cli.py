@@ -161,3 +161,35 @@ def test_quote_not_a_fragment(run):
     put = json.loads(run("--json", "put", "-", input=b"x").stdout)
     r = run("--json", "quote", put["address"])
     assert r.exit_code == 1 and json.loads(r.stdout)["error"]["code"] == "not-found.fragment"
+
+
+def test_scope_incomplete_from_the_library_through_the_cli_is_contract(run, tmp_path):
+    """A scope with an empty member reaches the library: fragment.scope-incomplete, contract."""
+    assert run("ingest-source", "--document-id", "D", "--fragment-id", "F", "-", input=MIXED)
+    f = write(tmp_path, "f.json", frag(1, 3))
+    r = run(
+        "--json", "ingest", f, "--host-id", "", "--tenant-id", "T", "--authorization-scope-id", "A"
+    )
+    assert r.exit_code == 1
+    err = json.loads(r.stdout)["error"]
+    assert (err["code"], err["family"], err["pointer"]) == (
+        "fragment.scope-incomplete",
+        "contract",
+        "",
+    )
+    assert err["rule"] == "templiqx-evidence-fragment-v1alpha1#host-scope-metadata"
+
+
+def test_scope_options_all_or_none_is_a_contract_fault(run, tmp_path):
+    """The CLI's all-or-none scope rule: same code, pointer and message, family contract."""
+    f = write(tmp_path, "f.json", frag(1, 3))
+    for given in (("--host-id", "H"), ("--tenant-id", "T", "--authorization-scope-id", "A")):
+        r = run("--json", "ingest", f, *given)
+        assert r.exit_code == 1
+        err = json.loads(r.stdout)["error"]
+        assert (err["code"], err["pointer"]) == ("fragment.scope-incomplete", "")
+        assert err["message"] == (
+            "--host-id, --tenant-id and --authorization-scope-id go together: all or none"
+        )
+        assert err["rule"] == "templiqx-evidence-fragment-v1alpha1#host-scope-metadata"
+        assert err["family"] == "contract"

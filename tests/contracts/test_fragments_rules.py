@@ -1,4 +1,4 @@
-"""templiqx evidence fragment v1alpha1: the pure rules (evstore.fragments), no database.
+"""templiqx evidence fragment v1alpha1: the pure rules (evstore.fragment_rules), no database.
 
 Upstream vectors come from ../shared through the ``shared_dir`` fixture; every other case is
 built here. Rule cases assert the code and the pointer of every fault, in order.
@@ -17,9 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evstore import fragments as fr
+from evstore import errors
+from evstore import fragment_bytes as fb
+from evstore import fragment_rules as fr
 from evstore.canonical import dumps
-from evstore.errors import BindingConflict, ContractError, EvstoreError
+from evstore.errors import CODES, BindingConflict, ContractError, EvstoreError, error
 
 TEMPLIQX = Path("fixtures/templiqx/examples")
 CONTRACT_MD = Path("contracts/templiqx-evidence-fragment-v1alpha1.md")
@@ -51,7 +53,7 @@ def without(frag: dict[str, Any], name: str) -> dict[str, Any]:
     return out
 
 
-def faults(errors: list[fr.FragmentError]) -> list[tuple[str, str]]:
+def faults(errors: list[errors.FragmentError]) -> list[tuple[str, str]]:
     return [(e.code, e.pointer) for e in errors]
 
 
@@ -373,12 +375,12 @@ WRONG_UNIT_CASES = [
     [pytest.param(c, f, e, id=i) for i, c, f, e in VERIFY_CASES],
 )
 def test_verify_against(content: bytes, frag: Any, expected: list[tuple[str, str]]) -> None:
-    got = fr.verify_against(frag, content)
+    got = fb.verify_against(frag, content)
     assert faults(got) == expected
     for err in got:
-        assert isinstance(err, fr.FragmentError)
+        assert isinstance(err, errors.FragmentError)
         assert isinstance(err, ContractError)
-        assert err.rule == fr.RULES[err.code]
+        assert err.rule == CODES[err.code].rule
 
 
 @pytest.mark.parametrize(
@@ -388,7 +390,7 @@ def test_verify_against(content: bytes, frag: Any, expected: list[tuple[str, str
 def test_verify_against_in_a_batch_prefixes_pointers(
     content: bytes, frag: Any, expected: list[tuple[str, str]]
 ) -> None:
-    got = fr.verify_against(frag, content, "/evidence/7")
+    got = fb.verify_against(frag, content, "/evidence/7")
     assert faults(got) == [(code, "/evidence/7" + ptr) for code, ptr in expected]
 
 
@@ -402,11 +404,11 @@ def test_wrong_offset_units(
     content = text.encode()
     right = make(content, *_utf8_offsets(text, quote))
     assert right["quote_sha256"] == sha(quote.encode())
-    assert fr.verify_against(right, content) == []  # the case is only about the units
+    assert fb.verify_against(right, content) == []  # the case is only about the units
     start, end = way(text, quote)
     assert (start, end) != _utf8_offsets(text, quote)
     wrong = dict(right, start_offset=start, end_offset=end)
-    assert faults(fr.verify_against(wrong, content)) == expected
+    assert faults(fb.verify_against(wrong, content)) == expected
 
 
 def test_shape_stage_stops_byte_checks() -> None:
@@ -420,33 +422,33 @@ def test_shape_stage_stops_byte_checks() -> None:
 
 def test_verify_against_rejects_text_content() -> None:
     with pytest.raises(TypeError):
-        fr.verify_against(GOOD, MIXED.decode())  # type: ignore[arg-type]
+        fb.verify_against(GOOD, MIXED.decode())  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("wrap", [bytes, bytearray, memoryview], ids=lambda w: w.__name__)
 def test_verify_against_bytes_like(wrap: Any) -> None:
-    assert fr.verify_against(make(MIXED, 3, 10), wrap(MIXED)) == []
-    assert faults(fr.verify_against(make(MIXED, 3, 9), wrap(MIXED))) == [(B, "/end_offset")]
-    assert faults(fr.verify_against(make(LATIN1, 0, 3), wrap(LATIN1))) == [(B, "")]
+    assert fb.verify_against(make(MIXED, 3, 10), wrap(MIXED)) == []
+    assert faults(fb.verify_against(make(MIXED, 3, 9), wrap(MIXED))) == [(B, "/end_offset")]
+    assert faults(fb.verify_against(make(LATIN1, 0, 3), wrap(LATIN1))) == [(B, "")]
 
 
 def test_precomputed_content_digest_is_used() -> None:
     frag = make(MIXED, 1, 3, content_sha256=sha(MIXED))
-    assert fr.verify_against(frag, MIXED, content_sha256=sha(MIXED)) == []
+    assert fb.verify_against(frag, MIXED, content_sha256=sha(MIXED)) == []
     # the given digest is what gets compared (the store passes the version's digest)
-    got = fr.verify_against(frag, MIXED, content_sha256=sha(b"other version"))
+    got = fb.verify_against(frag, MIXED, content_sha256=sha(b"other version"))
     assert faults(got) == [(C, "/content_sha256")]
     assert got[0].details == {"expected": sha(MIXED), "actual": sha(b"other version")}
 
 
 def test_shape_checked_skips_the_shape_stage() -> None:
     frag = make(MIXED, 1, 3, scope={})
-    assert faults(fr.verify_against(frag, MIXED))[0] == (SC, "/scope/host_id")
-    assert fr.verify_against(frag, MIXED, shape_checked=True) == []
+    assert faults(fb.verify_against(frag, MIXED))[0] == (SC, "/scope/host_id")
+    assert fb.verify_against(frag, MIXED, shape_checked=True) == []
 
 
 def test_error_record() -> None:
-    (err,) = fr.verify_against(make(MIXED, 3, 5), MIXED, "/evidence/0")
+    (err,) = fb.verify_against(make(MIXED, 3, 5), MIXED, "/evidence/0")
     assert err.to_dict() == {
         "family": "contract",
         "code": "fragment.boundary",
@@ -488,25 +490,31 @@ BINDING = {
 
 @pytest.mark.parametrize("code", sorted(ALL_CODES))
 def test_codes_rules_and_classes(code: str) -> None:
-    assert fr.RULES[code] == f"templiqx-evidence-fragment-v1alpha1#{ALL_CODES[code]}"
-    err = fr.fragment_error(code, "m", "/x")
-    assert (err.code, err.rule, err.pointer) == (code, fr.RULES[code], "/x")
+    rule = f"templiqx-evidence-fragment-v1alpha1#{ALL_CODES[code]}"
+    assert CODES[code].rule == rule
+    err = error(code, "m", "/x")
+    assert (err.code, err.rule, err.pointer) == (code, rule, "/x")
     assert isinstance(err, EvstoreError)
     if code in BINDING:
-        assert isinstance(err, fr.FragmentBindingError)
+        assert CODES[code].family == "binding"
+        assert isinstance(err, errors.FragmentBindingError)
         assert isinstance(err, BindingConflict)
         assert not isinstance(err, ContractError)
     else:
-        assert isinstance(err, fr.FragmentError)
+        assert CODES[code].family == "contract"
+        assert isinstance(err, errors.FragmentError)
         assert not isinstance(err, BindingConflict)
 
 
 def test_code_set_is_complete() -> None:
-    assert set(fr.RULES) == set(ALL_CODES)
-    assert set(fr.CODES) == set(ALL_CODES) | {"not-found.fragment"}
-    assert fr.BINDING_CODES == BINDING
-    with pytest.raises(ValueError):
-        fr.fragment_error("manifest.shape", "m")
+    """The table holds exactly these fragment codes; the module keeps no code table of its own."""
+    assert {c for c in CODES if c.startswith("fragment.")} == set(ALL_CODES)
+    assert CODES["not-found.fragment"].family == "not-found"
+    assert {c for c in ALL_CODES if CODES[c].family == "binding"} == BINDING
+    for name in ("CODES", "RULES", "BINDING_CODES", "fragment_error"):
+        assert not hasattr(fr, name)
+    with pytest.raises(KeyError):
+        error("fragment.no-such-code", "m")
 
 
 def test_module_all_is_sorted() -> None:
@@ -522,7 +530,7 @@ def test_assertion_field_is_preserved_and_not_identity() -> None:
     asserting = make(MIXED, 1, 3, field="effective_date", note={"any": ["json"]})
     before = copy.deepcopy(asserting)
     assert fr.validate_shape(asserting) == []
-    assert fr.verify_against(asserting, MIXED) == []
+    assert fb.verify_against(asserting, MIXED) == []
     assert fr.identity(asserting) == fr.identity(plain)
     assert fr.identity_key(asserting) == fr.identity_key(plain)
     assert "effective_date" not in fr.identity_key(asserting)
@@ -582,7 +590,7 @@ def test_identity_separates_each_field() -> None:
 )
 def test_identity_raises_first_fault(frag: Any, code: str, pointer: str) -> None:
     for fn in (fr.identity, fr.identity_key):
-        with pytest.raises(fr.FragmentError) as info:
+        with pytest.raises(errors.FragmentError) as info:
             fn(frag)
         assert (info.value.code, info.value.pointer) == (code, pointer)
 
@@ -597,10 +605,10 @@ def test_scope_of() -> None:
     got = fr.scope_of(scoped)
     assert got == FULL_SCOPE
     assert got is not scoped["scope"]
-    with pytest.raises(fr.FragmentError) as info:
+    with pytest.raises(errors.FragmentError) as info:
         fr.scope_of(dict(GOOD, scope={"host_id": "H", "tenant_id": "T"}))
     assert (info.value.code, info.value.pointer) == (SC, "/scope/authorization_scope_id")
-    with pytest.raises(fr.FragmentError) as info:
+    with pytest.raises(errors.FragmentError) as info:
         fr.scope_of(dict(GOOD, scope="H/T/A"))
     assert (info.value.code, info.value.pointer) == (S, "/scope")
 
@@ -702,7 +710,7 @@ def test_revision_checksums(extensions: Any, keys: tuple[str, ...], expected: An
             ("/evidence/1" + p, c) for p, c in expected
         ]
     else:
-        with pytest.raises(fr.FragmentError) as info:
+        with pytest.raises(errors.FragmentError) as info:
             fr.revision_checksums(frag, keys)
         assert (info.value.code, info.value.pointer) == expected
         assert faults(fr.validate_shape(frag, revision_keys=keys)) == [expected]
@@ -744,7 +752,7 @@ def test_extract_evidence_pointers() -> None:
     ],
 )
 def test_extract_evidence_rejects(doc: Any, pointer: str) -> None:
-    with pytest.raises(fr.FragmentError) as info:
+    with pytest.raises(errors.FragmentError) as info:
         fr.extract_evidence(doc)
     assert (info.value.code, info.value.pointer) == (S, pointer)
 
@@ -775,10 +783,10 @@ def test_detect(doc: Any, kind: str | None) -> None:
 
 
 def test_is_char_boundary() -> None:
-    assert {i for i in range(len(MIXED) + 1) if fr.is_char_boundary(MIXED, i)} == MIXED_BOUNDARIES
-    assert fr.is_char_boundary(b"", 0)
+    assert {i for i in range(len(MIXED) + 1) if fb.is_char_boundary(MIXED, i)} == MIXED_BOUNDARIES
+    assert fb.is_char_boundary(b"", 0)
     with pytest.raises(IndexError):
-        fr.is_char_boundary(MIXED, len(MIXED) + 1)
+        fb.is_char_boundary(MIXED, len(MIXED) + 1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -823,7 +831,7 @@ def test_every_upstream_fragment_verifies(shared_dir: Path) -> None:
     assert len(vectors) == 17
     for name, pointer, frag, content in vectors:
         assert fr.validate_shape(frag, pointer) == [], (name, pointer)
-        assert fr.verify_against(frag, content, pointer) == [], (name, pointer)
+        assert fb.verify_against(frag, content, pointer) == [], (name, pointer)
         assert "field" in frag and "field" not in fr.identity_key(frag)
     assert len({fr.identity_key(f) for _, _, f, _ in vectors}) == 17
 
@@ -835,7 +843,7 @@ def test_every_upstream_fragment_fails_one_byte_off(shared_dir: Path) -> None:
         shifted = dict(
             frag, start_offset=frag["start_offset"] + 1, end_offset=frag["end_offset"] + 1
         )
-        got = faults(fr.verify_against(shifted, content, pointer))
+        got = faults(fb.verify_against(shifted, content, pointer))
         assert got in ([(Q, pointer + "/quote_sha256")], [(R, pointer + "/end_offset")]), name
 
 
@@ -854,7 +862,7 @@ def test_contract_example_verifies_against_bli61(shared_dir: Path) -> None:
     assert len(content) == 142
     assert sha(content) == example["content_sha256"]
     assert fr.validate_shape(example, revision_keys=(EX_KEY,)) == []
-    assert fr.verify_against(example, content) == []
+    assert fb.verify_against(example, content) == []
     assert fr.scope_of(example) == {
         "host_id": "SYN-HOST-001",
         "tenant_id": "SYN-TENANT-001",
@@ -868,7 +876,7 @@ def test_contract_example_verifies_against_bli61(shared_dir: Path) -> None:
     bli61 = json.loads((shared_dir / TEMPLIQX / UPSTREAM_OUTPUTS[0]).read_text(encoding="utf-8"))
     assert fr.identity_key(example) == fr.identity_key(bli61["evidence"][0])
     # and against other bytes of the same length, content_sha256 refuses before anything else
-    assert faults(fr.verify_against(example, content.upper())) == [(C, "/content_sha256")]
+    assert faults(fb.verify_against(example, content.upper())) == [(C, "/content_sha256")]
 
 
 @pytest.mark.shared
@@ -905,8 +913,8 @@ def test_prop_character_ranges_verify(text: str, data: st.DataObject) -> None:
     i = data.draw(st.integers(0, len(text) - 1))
     j = data.draw(st.integers(i + 1, len(text)))
     frag = make(content, offsets[i], offsets[j], content_sha256=sha(content))
-    assert fr.verify_against(frag, content) == []
-    assert fr.verify_against(frag, content, content_sha256=sha(content), shape_checked=True) == []
+    assert fb.verify_against(frag, content) == []
+    assert fb.verify_against(frag, content, content_sha256=sha(content), shape_checked=True) == []
 
 
 @settings(max_examples=300)
@@ -926,11 +934,11 @@ def test_prop_offset_inside_multibyte_char_is_boundary(
     inside = char_start + data.draw(st.integers(1, width - 1))
     # end shifted into the character; the quote digest is right for the bytes selected
     start = data.draw(st.sampled_from(_char_offsets(prefix)))
-    got = fr.verify_against(make(content, start, inside), content)
+    got = fb.verify_against(make(content, start, inside), content)
     assert faults(got) == [(B, "/end_offset")]
     # start shifted into the character
     end = data.draw(st.sampled_from([char_start + width + o for o in _char_offsets(suffix)]))
-    got = fr.verify_against(make(content, inside, end), content)
+    got = fb.verify_against(make(content, inside, end), content)
     assert faults(got) == [(B, "/start_offset")]
 
 
@@ -949,13 +957,13 @@ def test_prop_any_member_value_gives_coded_faults(name: str, value: Any) -> None
     frag = dict(GOOD, **{name: value})
     for got in (
         fr.validate_shape(frag, "/evidence/0"),
-        fr.verify_against(frag, MIXED, "/evidence/0"),
+        fb.verify_against(frag, MIXED, "/evidence/0"),
     ):
         for err in got:
-            assert err.code in fr.RULES
+            assert err.code in ALL_CODES
             assert err.pointer.startswith("/evidence/0")
     if name == "field":
-        assert fr.verify_against(frag, MIXED) == []
+        assert fb.verify_against(frag, MIXED) == []
 
 
 @settings(max_examples=500)
@@ -988,3 +996,126 @@ def test_prop_identity_key_is_jcs(
 def test_identity_key_escapes_as_jcs(text: str) -> None:
     frag = make(MIXED, 1, 3, document_id=text, fragment_id=text + "!")
     assert fr.identity_key(frag) == dumps({k: frag[k] for k in fr.REQUIRED}).decode("utf-8")
+
+
+# ---------------------------------------------------------------------------------------------
+# the shared contract shape: validate(doc, settings, kind=...) -> Faults, scope_from_parts
+
+
+def test_contract_names() -> None:
+    assert fr.CONTRACT == "templiqx-evidence-fragment-v1alpha1"
+    assert fr.CONTRACT_VERSION == "v1alpha1"
+    assert fr.detect([]) is None
+
+
+def test_validate_returns_faults_in_order_per_kind() -> None:
+    bad = make(MIXED, -1, "2", quote_sha256="X")
+    assert [(e.code, e.pointer) for e in fr.validate(bad)] == [
+        ("fragment.range", "/start_offset"),
+        ("fragment.shape", "/end_offset"),
+        ("fragment.digest-format", "/quote_sha256"),
+    ]
+    codes = [(e.code, e.pointer) for e in fr.validate(bad, kind="fragment")]
+    assert codes == [(e.code, e.pointer) for e in fr.validate_shape(bad)]
+    good = make(MIXED, 1, 3)
+    out = fr.validate(good)
+    assert isinstance(out, errors.Faults) and out.ok and out.warnings == []
+    batch = {"facts": 1, "evidence": [good, bad, 7]}
+    assert [(e.code, e.pointer) for e in fr.validate(batch)] == [
+        ("fragment.range", "/evidence/1/start_offset"),
+        ("fragment.shape", "/evidence/1/end_offset"),
+        ("fragment.digest-format", "/evidence/1/quote_sha256"),
+        ("fragment.shape", "/evidence/2"),
+    ]
+    assert [(e.code, e.pointer) for e in fr.validate({}, kind="fragment-batch")] == [
+        ("fragment.shape", "/evidence")
+    ]
+    source = {"document_id": "D", "fragment_id": "", "content_sha256": "A" * 64, "x": 1}
+    assert [(e.code, e.pointer) for e in fr.validate(source, kind="fragment-source")] == [
+        ("fragment.shape", "/fragment_id"),
+        ("fragment.digest-format", "/content_sha256"),
+        ("fragment.shape", "/x"),
+    ]
+    with pytest.raises(ValueError):
+        fr.validate(good, kind="manifest")
+
+
+def test_validate_reads_the_revision_keys_setting() -> None:
+    frag = make(MIXED, 1, 3, extensions={"example.document_revision": {"revision_checksum": 1}})
+    assert fr.validate(frag).ok  # the illustrative key is read only when configured
+    settings = {fr.REVISION_KEYS_SETTING: ["example.document_revision"]}
+    assert [(e.code, e.pointer) for e in fr.validate(frag, settings)] == [
+        ("fragment.revision-format", "/extensions/example.document_revision/revision_checksum")
+    ]
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [("H", None, None), (None, "T", None), (None, None, "A"), ("H", "T", None), ("", None, "A")],
+)
+def test_scope_from_parts_all_or_none(parts: tuple[Any, ...]) -> None:
+    with pytest.raises(errors.FragmentError) as info:
+        fr.scope_from_parts(*parts)
+    err = info.value
+    assert (err.code, err.family, err.pointer) == ("fragment.scope-incomplete", "contract", "")
+    assert err.rule == "templiqx-evidence-fragment-v1alpha1#host-scope-metadata"
+    assert err.message == ("host_id, tenant_id and authorization_scope_id go together: all or none")
+    names = ("--host-id", "--tenant-id", "--authorization-scope-id")
+    with pytest.raises(errors.FragmentError) as info:
+        fr.scope_from_parts(*parts, names=names)
+    assert info.value.message == (
+        "--host-id, --tenant-id and --authorization-scope-id go together: all or none"
+    )
+
+
+def test_scope_from_parts_values() -> None:
+    assert fr.scope_from_parts(None, None, None) is None
+    assert fr.scope_from_parts("H", "T", "A") == {
+        "host_id": "H",
+        "tenant_id": "T",
+        "authorization_scope_id": "A",
+    }
+
+
+def test_source_encoding_fault() -> None:
+    assert fb.source_encoding_fault(b"plain") is None
+    assert fb.source_encoding_fault(MIXED) is None
+    err = fb.source_encoding_fault(b"ab\xff", "/x", document_id="D")
+    assert err is not None
+    assert (err.code, err.pointer, err.details) == (
+        "fragment.source-encoding",
+        "/x",
+        {"document_id": "D", "byte": 2},
+    )
+
+
+@pytest.mark.parametrize(
+    ("over", "expected"),
+    [
+        ({"start_offset": True}, [("fragment.shape", "/start_offset")]),
+        ({"end_offset": 3.0}, []),
+        ({"start_offset": 1.5}, [("fragment.shape", "/start_offset")]),
+        ({"end_offset": 2**53}, [("fragment.range", "/end_offset")]),
+        ({"end_offset": 1}, [("fragment.range", "/end_offset")]),
+        ({"document_id": ""}, [("fragment.shape", "/document_id")]),
+        ({"fragment_id": "\ud800"}, [("fragment.shape", "/fragment_id")]),
+        ({"quote_sha256": "A" * 64}, [("fragment.digest-format", "/quote_sha256")]),
+        ({"quote_sha256": "a" * 64 + "\n"}, [("fragment.digest-format", "/quote_sha256")]),
+        (
+            {"scope": {"host_id": "H", "tenant_id": "T", "user": "A"}},
+            [
+                ("fragment.scope-incomplete", "/scope/authorization_scope_id"),
+                ("fragment.scope-incomplete", "/scope/user"),
+            ],
+        ),
+        (
+            {"scope": {"host_id": "H", "tenant_id": "\udc00", "authorization_scope_id": "A"}},
+            [("fragment.scope-incomplete", "/scope/tenant_id")],
+        ),
+        ({"scope": {"host_id": "H", "tenant_id": "T", "authorization_scope_id": "A"}}, []),
+    ],
+)
+def test_near_valid_fragments_take_the_fault_path(over: dict[str, Any], expected: list) -> None:
+    """The shape check's fast path accepts exactly what the member-by-member check accepts."""
+    frag = {**make(MIXED, 1, 3), **over}
+    assert [(e.code, e.pointer) for e in fr.validate_shape(frag)] == expected

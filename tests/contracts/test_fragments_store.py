@@ -14,8 +14,8 @@ import pytest
 import sqlalchemy as sa
 
 import evstore
-from evstore import Document
-from evstore import fragments as fr
+from evstore import Document, errors
+from evstore import fragment_rules as fr
 from evstore.canonical import dumps
 from evstore.tables import bindings, edges
 
@@ -62,7 +62,7 @@ def rejected(store: evstore.Store, snapshot: Any, code: str, pointer: str, fn: A
     with pytest.raises(evstore.EvstoreError) as info:
         fn()
     assert (info.value.code, info.value.pointer) == (code, pointer), info.value
-    assert info.value.rule == fr.RULES[code]
+    assert info.value.rule == errors.CODES[code].rule
     assert snapshot(store) == before
     return info.value
 
@@ -275,7 +275,10 @@ def test_write_rules(
 ) -> None:
     err = rejected(mixed, snapshot, code, pointer, lambda: ingest(mixed, frag))
     assert isinstance(
-        err, fr.FragmentBindingError if code in fr.BINDING_CODES else fr.FragmentError
+        err,
+        errors.FragmentBindingError
+        if errors.CODES[code].family == "binding"
+        else errors.FragmentError,
     )
     # in a batch the pointer is prefixed, and the good fragment before it is not written
     batch = {"facts": 1, "evidence": [make(MIXED, 3, 6), frag]}
@@ -507,6 +510,65 @@ def test_envelope_scope_incomplete(mixed: evstore.Store, snapshot: Any) -> None:
         "",
         lambda: ingest(mixed, make(MIXED, 1, 3), scope={**S1, "tenant_id": ""}),
     )
+
+
+def test_scope_incomplete_is_a_contract_fault_everywhere(
+    mixed: evstore.Store, snapshot: Any
+) -> None:
+    """fragment.scope-incomplete has family contract from every raise site of the library."""
+    sites = [
+        lambda: ingest(mixed, make(MIXED, 1, 3, scope={"host_id": "H"})),
+        lambda: ingest(mixed, make(MIXED, 1, 3), scope={"host_id": "H", "tenant_id": "T"}),
+        lambda: mixed.fragments.scope("H", None, "A"),
+        lambda: fr.scope_from_parts(None, "T", None),
+    ]
+    for site in sites:
+        before = snapshot(mixed)
+        with pytest.raises(errors.FragmentError) as info:
+            site()
+        err = info.value
+        assert err.code == "fragment.scope-incomplete"
+        assert (err.family, err.to_dict()["family"]) == ("contract", "contract")
+        assert isinstance(err, evstore.ContractError)
+        assert err.rule == "templiqx-evidence-fragment-v1alpha1#host-scope-metadata"
+        assert snapshot(mixed) == before
+    assert mixed.fragments.scope(None, None, None) is None
+    assert mixed.fragments.scope("H", "T", "A") == {
+        "host_id": "H",
+        "tenant_id": "T",
+        "authorization_scope_id": "A",
+    }
+
+
+def test_ops_validate_uses_the_store_setting(mixed: evstore.Store) -> None:
+    """store.fragments.validate: the store-free faults, revision keys from the store."""
+    frag = make(MIXED, 1, 3, extensions=rev("XX", EXAMPLE))
+    assert mixed.fragments.validate(frag).ok
+    mixed.set_config(fr.REVISION_KEYS_SETTING, [EXAMPLE])
+    faults = mixed.fragments.validate(frag)
+    assert [(e.code, e.pointer) for e in faults.errors] == [
+        ("fragment.revision-format", f"/extensions/{EXAMPLE}/revision_checksum")
+    ]
+    assert faults.warnings == []
+
+
+def test_kind_check_and_audit_return_faults(mixed: evstore.Store) -> None:
+    """The handlers' check returns Faults; store.validate lists them in order."""
+    from evstore.fragments import FragmentBatchKind, FragmentKind, FragmentSourceKind
+
+    batch = {"evidence": [make(MIXED, 1, 2), make(MIXED, 1, 3, quote_sha256="0" * 64)]}
+    report = mixed.validate([Document(dumps(batch))])
+    assert [(f.code, f.pointer) for f in report.faults] == [
+        ("fragment.boundary", "/evidence/0/end_offset"),
+        ("fragment.quote-mismatch", "/evidence/1/quote_sha256"),
+    ]
+    with mixed.reading() as txn:
+        for handler, doc in (
+            (FragmentKind(), make(MIXED, 1, 3)),
+            (FragmentBatchKind(), batch),
+            (FragmentSourceKind(), {"document_id": "D"}),
+        ):
+            assert isinstance(handler.check(doc, txn), errors.Faults)
 
 
 def test_two_assertions_one_identity_one_binding(mixed: evstore.Store, snapshot: Any) -> None:

@@ -15,6 +15,10 @@ from typing import Any
 
 import pytest
 
+from evstore import errors as E
+from evstore import package_context as C
+from evstore import package_rules as R
+from evstore import package_schema as S
 from evstore import packages as P
 from evstore.errors import BindingConflict, ContractError
 
@@ -209,6 +213,11 @@ def codes(faults: list) -> list[tuple[str, str]]:
     return [(f.code, f.pointer) for f in faults]
 
 
+def pair(faults: E.Faults) -> tuple[list, list]:
+    """(errors, warnings) of a Faults, to compare with literals."""
+    return faults.errors, faults.warnings
+
+
 @pytest.fixture(scope="module")
 def published(shared_dir: Path) -> dict[str, Any]:
     return json.loads((shared_dir / SCHEMA).read_text("utf-8"))
@@ -221,14 +230,14 @@ def test_embedded_examples_validate(published: dict[str, Any]) -> None:
     package = published["examples"][0]
     request = published["$defs"]["request"]["examples"][0]
     envelope = published["$defs"]["envelope"]["examples"][0]
-    assert P.validate_package(package) == ([], [])
-    assert P.validate_package(package, {P.STRICT_CONTEXT_BYTES: True}) == ([], [])
-    assert P.validate_request(request) == ([], [])
-    assert P.validate_request(package["request"]) == ([], [])
-    assert P.validate_envelope(envelope) == ([], [])
+    assert pair(R.validate_package(package)) == ([], [])
+    assert pair(R.validate_package(package, {R.STRICT_CONTEXT_BYTES: True})) == ([], [])
+    assert pair(R.validate_request(request)) == ([], [])
+    assert pair(R.validate_request(package["request"])) == ([], [])
+    assert pair(R.validate_envelope(envelope)) == ([], [])
     # The example envelope names the example package's id.
-    assert P.validate_envelope(envelope, package) == ([], [])
-    assert (P.detect(package), P.detect(request), P.detect(envelope)) == (
+    assert pair(R.validate_envelope(envelope, package)) == ([], [])
+    assert (R.detect(package), R.detect(request), R.detect(envelope)) == (
         "package",
         "request",
         "envelope",
@@ -238,16 +247,16 @@ def test_embedded_examples_validate(published: dict[str, Any]) -> None:
 def test_example_context_bytes_is_its_own_compact_size(published: dict[str, Any]) -> None:
     context = published["examples"][0]["context"]
     assert context["bytes"] == 150 == context["tokens"]
-    assert P.measure_context(context) == 150
-    assert P.context_fixed_point(context) == 150
+    assert C.measure_context(context) == 150
+    assert C.context_fixed_point(context) == 150
     assert context["bytes"] == 150  # context_fixed_point works on a copy
 
 
 def test_rich_package_and_envelope_validate() -> None:
     pkg = rich_package()
-    assert P.validate_package(pkg, {P.STRICT_CONTEXT_BYTES: True}) == ([], [])
-    assert P.validate_envelope(rich_envelope(), pkg) == ([], [])
-    assert P.detect(rich_envelope()) == "envelope"
+    assert pair(R.validate_package(pkg, {R.STRICT_CONTEXT_BYTES: True})) == ([], [])
+    assert pair(R.validate_envelope(rich_envelope(), pkg)) == ([], [])
+    assert R.detect(rich_envelope()) == "envelope"
 
 
 # --------------------------------------------------------------------------- package rules
@@ -406,20 +415,21 @@ def test_package_rule(mutate: Mutation, code: str, pointer: str) -> None:
     doc = rich_package()
     mutate(doc)
     finish(doc)  # keep context.bytes right so only the rule under test can fire
-    errors, warnings = P.validate_package(doc)
+    errors, warnings = pair(R.validate_package(doc))
     assert codes(errors) == [(code, pointer)]
     assert warnings == []
     err = errors[0]
-    assert err.rule.startswith(P.CONTRACT + "#/")
-    assert err.code in P.CODES
-    expected_cls = P.PackageBindingError if code == "package.revision-conflict" else P.PackageError
+    assert err.rule.startswith(R.CONTRACT + "#/")
+    assert err.code in E.CODES
+    assert err.rule == E.CODES[err.code].rule
+    expected_cls = E.PackageBindingError if code == "package.revision-conflict" else E.PackageError
     assert type(err) is expected_cls
 
 
 def test_exclusions_are_not_checked_against_items() -> None:
     doc = rich_package()
     assert doc["exclusions"][0]["evidence_id"] not in {i["id"] for i in doc["items"]}
-    assert P.validate_package(doc)[0] == []
+    assert R.validate_package(doc).errors == []
 
 
 def test_big_integer_strings_compare_as_integers() -> None:
@@ -428,18 +438,18 @@ def test_big_integer_strings_compare_as_integers() -> None:
     doc = rich_package()
     src = doc["items"][2]["reference"]["source"]
     assert float(src["start_us"]) == float(src["end_us"])
-    assert P.validate_package(doc)[0] == []
+    assert R.validate_package(doc).errors == []
     # Widest values the pattern allows (19 digits, beyond 2**63).
     src.update(start_us="9999999999999999998", end_us="9999999999999999999")
-    assert P.validate_package(finish(doc))[0] == []
+    assert R.validate_package(finish(doc)).errors == []
     src.update(start_us="9999999999999999999", end_us="9999999999999999998")
-    assert codes(P.validate_package(finish(doc))[0]) == [
+    assert codes(R.validate_package(finish(doc)).errors) == [
         ("package.interval-order", "/items/2/reference/source/end_us")
     ]
 
 
 def test_item_budget_default_applies_when_zero_or_absent() -> None:
-    assert P.budget_default("items") == 128
+    assert S.budget_default("items") == 128
     doc = rich_package()
     base = doc["items"][1]
     doc["items"] = [dict(copy.deepcopy(base), id=f"ev-{n}") for n in range(128)]
@@ -451,10 +461,10 @@ def test_item_budget_default_applies_when_zero_or_absent() -> None:
             doc["request"].pop("budget", None)
         else:
             doc["request"]["budget"] = budget
-        assert P.effective_item_budget(doc["request"]) == 128
-        assert P.validate_package(finish(doc))[0] == []
+        assert R.effective_item_budget(doc["request"]) == 128
+        assert R.validate_package(finish(doc)).errors == []
         doc["items"].append(dict(copy.deepcopy(base), id="ev-extra"))
-        assert codes(P.validate_package(finish(doc))[0]) == [("package.item-budget", "/items")]
+        assert codes(R.validate_package(finish(doc)).errors) == [("package.item-budget", "/items")]
         doc["items"].pop()
 
 
@@ -465,15 +475,20 @@ def test_context_bytes_is_a_warning_by_default_and_an_error_when_strict() -> Non
     doc = rich_package()
     right = doc["context"]["bytes"]
     doc["context"]["bytes"] = doc["context"]["tokens"] = right + 1
-    errors, warnings = P.validate_package(doc)
+    errors, warnings = pair(R.validate_package(doc))
     assert errors == []
     assert codes(warnings) == [("package.context-bytes", "/context/bytes")]
     assert warnings[0].details["fixed_point"] == right
-    for strict in (True, "true", "1"):
-        errors, warnings = P.validate_package(doc, {P.STRICT_CONTEXT_BYTES: strict})
-        assert codes(errors) == [("package.context-bytes", "/context/bytes")]
-        assert warnings == []
-    assert P.validate_package(doc, {P.STRICT_CONTEXT_BYTES: False})[0] == []
+    errors, warnings = pair(R.validate_package(doc, {R.STRICT_CONTEXT_BYTES: True}))
+    assert codes(errors) == [("package.context-bytes", "/context/bytes")]
+    assert warnings == []
+    # Settings are typed (evstore.settings.setting): only the bool True is on, never a
+    # string that merely looks true.
+    for text in ("true", "1", "yes", "on"):
+        errors, warnings = pair(R.validate_package(doc, {R.STRICT_CONTEXT_BYTES: text}))
+        assert errors == []
+        assert codes(warnings) == [("package.context-bytes", "/context/bytes")]
+    assert R.validate_package(doc, {R.STRICT_CONTEXT_BYTES: False}).errors == []
 
 
 def test_context_tokens_must_equal_bytes() -> None:
@@ -481,10 +496,10 @@ def test_context_tokens_must_equal_bytes() -> None:
     right = doc["context"]["bytes"]
     # Same digit count, so bytes stays right and only tokens is off.
     doc["context"]["tokens"] = right + 1 if (right + 1) % 10 else right - 1
-    errors, warnings = P.validate_package(doc)
+    errors, warnings = pair(R.validate_package(doc))
     assert errors == []
     assert codes(warnings) == [("package.context-tokens", "/context/tokens")]
-    errors, _ = P.validate_package(doc, {P.STRICT_CONTEXT_BYTES: True})
+    errors, _ = pair(R.validate_package(doc, {R.STRICT_CONTEXT_BYTES: True}))
     assert codes(errors) == [("package.context-tokens", "/context/tokens")]
 
 
@@ -506,7 +521,7 @@ def test_schema_faults_come_first_then_semantic_faults() -> None:
     doc["items"][0]["lineage"] = "x" * 257  # schema: too long
     doc["independent_families"] = 3  # semantic
     doc["context"]["question"] = "other"  # semantic
-    errors, _ = P.validate_package(finish(doc))
+    errors, _ = pair(R.validate_package(finish(doc)))
     got = codes(errors)
     assert got[:2] == [("package.schema", "/items/0/lineage"), ("package.schema", "/items/2/id")]
     assert set(got[2:]) >= {
@@ -526,7 +541,7 @@ def test_schema_faults_are_ordered_by_numeric_index() -> None:
     doc["independent_families"] = 1
     doc["items"][10]["date_known"] = "yes"
     doc["items"][2]["date_known"] = "no"
-    errors, _ = P.validate_package(finish(doc))
+    errors, _ = pair(R.validate_package(finish(doc)))
     assert codes(errors) == [
         ("package.schema", "/items/2/date_known"),
         ("package.schema", "/items/10/date_known"),
@@ -553,7 +568,7 @@ def test_formats_are_asserted(path: tuple[str, ...], value: Any, pointer: str) -
     for key in path[:-1]:
         target = target[key]
     target[path[-1]] = value
-    errors, _ = P.validate_package(finish(doc))
+    errors, _ = pair(R.validate_package(finish(doc)))
     assert codes(errors) == [("package.schema", pointer)]
     assert errors[0].details["keyword"] == "format"
 
@@ -561,40 +576,47 @@ def test_formats_are_asserted(path: tuple[str, ...], value: Any, pointer: str) -
 def test_structural_faults_are_bounded() -> None:
     doc = rich_package()
     doc["exclusions"] = [None] * 5000
-    errors, _ = P.validate_package(doc)
-    assert len(errors) == P.MAX_SCHEMA_FAULTS + 1
+    errors, _ = pair(R.validate_package(doc))
+    assert len(errors) == S.MAX_SCHEMA_FAULTS + 1
     assert [e.pointer for e in errors[:2]] == ["/exclusions/0", "/exclusions/1"]
     assert (errors[-1].code, errors[-1].pointer) == ("package.schema", "")
-    assert errors[-1].details == {"truncated": True, "limit": P.MAX_SCHEMA_FAULTS}
+    assert errors[-1].details == {"truncated": True, "limit": S.MAX_SCHEMA_FAULTS}
 
 
 def test_garbage_never_crashes() -> None:
     for doc in (None, [], "x", 3, {}, {"items": "x", "context": []}, {"items": [None, 3]}):
-        errors, _ = P.validate_package(doc)
+        errors, _ = pair(R.validate_package(doc))
         assert errors and all(e.code == "package.schema" for e in errors)
-        assert P.validate_envelope(doc, rich_package())[0]
-        assert P.validate_request(doc)[0]
+        assert R.validate_envelope(doc, rich_package()).errors
+        assert R.validate_request(doc).errors
 
 
 def test_error_classes_and_code_table() -> None:
-    assert issubclass(P.PackageError, ContractError)
-    assert issubclass(P.PackageBindingError, BindingConflict)
+    assert issubclass(E.PackageError, ContractError)
+    assert issubclass(E.PackageBindingError, BindingConflict)
     for code in ("package.revision-conflict", "package.id-reuse", "envelope.unknown-package"):
-        err = P.binding_error(code, "bound elsewhere", "/id", {"stored": "blake3:..."})
-        assert isinstance(err, P.PackageBindingError)
+        err = E.error(code, "bound elsewhere", "/id", stored="blake3:...")
+        assert isinstance(err, E.PackageBindingError)
         assert (err.code, err.pointer, err.family) == (code, "/id", "binding")
-        assert err.rule.startswith(P.CONTRACT + "#/")
-    with pytest.raises(ValueError):
-        P.binding_error("package.schema", "nope")
-    assert all(c.split(".")[0] in ("package", "request", "envelope") for c in P.CODES)
-    assert len(P.CODES) == len({getattr(P, n) for n in P.__all__ if n.startswith("CODE_")})
+        assert err.rule.startswith(R.CONTRACT + "#/")
+    assert not isinstance(E.error("package.schema", "nope"), BindingConflict)
+    ours = [c for c in E.CODES.values() if c.code.split(".")[0] in R.DOCUMENT_KINDS]
+    assert len(ours) == 30
+    for c in ours:
+        assert c.rule.startswith(R.CONTRACT + "#"), c
+        assert c.family in ("contract", "binding", "corruption"), c
+    # The store module re-exports nothing of the rules: its __all__ lists only its own names.
+    for name in P.__all__:
+        obj = getattr(P, name)
+        assert getattr(obj, "__module__", P.__name__) == P.__name__, name
+        assert not any(hasattr(m, name) for m in (R, C, S)), name
 
 
 # --------------------------------------------------------------------------- bindings
 
 
 def test_revision_bindings() -> None:
-    got = P.revision_bindings(rich_package())
+    got = R.revision_bindings(rich_package())
     key_a = (WS, REC_A, "7")
     value_a = (_hex("a"), _hex("1"), _hex("2"), _hex("3"))
     assert got == [
@@ -608,12 +630,12 @@ def test_revision_bindings() -> None:
     ]
     doc = rich_package()
     doc["items"][0]["reference"]["workspace_id"] = WS.upper()
-    assert P.revision_bindings(doc)[0][1] == key_a
-    assert P.revision_conflicts(rich_package()) == []
+    assert R.revision_bindings(doc)[0][1] == key_a
+    assert R.revision_conflicts(rich_package()) == []
     doc = rich_package()
     _revision_conflict(doc)
-    (err,) = P.revision_conflicts(doc)
-    assert isinstance(err, P.PackageBindingError)
+    (err,) = R.revision_conflicts(doc)
+    assert isinstance(err, E.PackageBindingError)
     assert (err.code, err.pointer) == ("package.revision-conflict", "/items/1/reference")
     assert err.details["differs"] == ["identity_digest"]
     assert err.details["bound_by"] == "/items/0/reference"
@@ -640,7 +662,7 @@ def test_revision_bindings() -> None:
     ],
 )
 def test_detect(doc: Any, kind: str | None) -> None:
-    assert P.detect(doc) == kind
+    assert R.detect(doc) == kind
 
 
 # --------------------------------------------------------------------------- requests
@@ -648,14 +670,14 @@ def test_detect(doc: Any, kind: str | None) -> None:
 
 def test_request_rules() -> None:
     req = rich_package()["request"]
-    assert P.validate_request(req) == ([], [])
+    assert pair(R.validate_request(req)) == ([], [])
     bad = copy.deepcopy(req)
     bad["filters"]["source_interval"] = {"start_us": "5", "end_us": "5"}
-    assert codes(P.validate_request(bad)[0]) == [
+    assert codes(R.validate_request(bad).errors) == [
         ("request.interval-order", "/filters/source_interval/end_us")
     ]
     bad = dict(req, question="")
-    assert codes(P.validate_request(bad)[0]) == [("request.schema", "/question")]
+    assert codes(R.validate_request(bad).errors) == [("request.schema", "/question")]
 
 
 # --------------------------------------------------------------------------- envelopes
@@ -722,11 +744,11 @@ ENVELOPE_CASES: list[tuple[str, Mutation, str, str]] = [
 def test_envelope_rule_against_package(mutate: Mutation, code: str, pointer: str) -> None:
     env = rich_envelope()
     mutate(env)
-    assert P.validate_envelope(env) == ([], [])  # alone, the envelope is fine
-    errors, warnings = P.validate_envelope(env, rich_package())
+    assert pair(R.validate_envelope(env)) == ([], [])  # alone, the envelope is fine
+    errors, warnings = pair(R.validate_envelope(env, rich_package()))
     assert codes(errors) == [(code, pointer)]
     assert warnings == []
-    assert type(errors[0]) is P.PackageError
+    assert type(errors[0]) is E.PackageError
 
 
 def test_envelope_reference_equality_is_json_equality() -> None:
@@ -735,22 +757,22 @@ def test_envelope_reference_equality_is_json_equality() -> None:
     # Member order does not matter; an integral float is the same JSON number.
     env["claims"][0]["citations"][0]["reference"] = dict(reversed(list(ref.items())))
     env["claims"][0]["citations"][0]["reference"]["channel"] = 1.0
-    assert P.validate_envelope(env, rich_package()) == ([], [])
+    assert pair(R.validate_envelope(env, rich_package())) == ([], [])
     env["claims"][0]["citations"][0]["reference"]["channel"] = True  # not the number 1
-    errors, _ = P.validate_envelope(env, rich_package())
+    errors, _ = pair(R.validate_envelope(env, rich_package()))
     assert ("envelope.citation-reference", "/claims/0/citations/0/reference") in codes(errors)
 
 
 def test_envelope_package_id_compares_as_uuid() -> None:
     env = rich_envelope()
     env["package_id"] = PKG_ID.upper()
-    assert P.validate_envelope(env, rich_package()) == ([], [])
+    assert pair(R.validate_envelope(env, rich_package())) == ([], [])
 
 
 def test_envelope_interval_order() -> None:
     env = rich_envelope()
     env["claims"][0]["citations"][0]["reference"]["source"]["end_us"] = "999999"
-    assert codes(P.validate_envelope(env)[0]) == [
+    assert codes(R.validate_envelope(env).errors) == [
         ("envelope.interval-order", "/claims/0/citations/0/reference/source/end_us")
     ]
 
@@ -777,5 +799,95 @@ def test_envelope_interval_order() -> None:
 def test_envelope_claim_conditionals(mutate: Mutation, pointer: str) -> None:
     env = rich_envelope()
     mutate(env)
-    errors, _ = P.validate_envelope(env, rich_package())
+    errors, _ = pair(R.validate_envelope(env, rich_package()))
     assert codes(errors) == [("envelope.schema", pointer)]
+
+
+# --------------------------------------------------------------------------- the contract shape
+
+
+def test_validate_dispatches_by_kind_and_detection() -> None:
+    assert (R.CONTRACT, R.CONTRACT_VERSION) == ("insonic-answer-evidence-1.3.0", "1.3.0")
+    assert R.DOCUMENT_KINDS == ("package", "request", "envelope")
+    pkg, env = rich_package(), rich_envelope()
+    assert pair(R.validate(pkg)) == ([], [])
+    assert pair(R.validate(pkg["request"])) == ([], [])
+    assert pair(R.validate(env)) == ([], [])  # alone: citations need the package
+    bad = copy.deepcopy(pkg)
+    bad["context"]["bytes"] = bad["context"]["tokens"] = bad["context"]["bytes"] + 1
+    assert codes(R.validate(bad).warnings) == [("package.context-bytes", "/context/bytes")]
+    assert codes(R.validate(bad, {R.STRICT_CONTEXT_BYTES: True}).errors) == [
+        ("package.context-bytes", "/context/bytes")
+    ]
+    # kind wins over detection; a document no kind claims is judged as a package.
+    assert {e.code for e in R.validate(pkg, kind="request").errors} == {"request.schema"}
+    assert {e.code for e in R.validate({"fragments": []}).errors} == {"package.schema"}
+    with pytest.raises(ValueError):
+        R.validate(pkg, kind="manifest")
+
+
+def test_validate_returns_faults_in_order() -> None:
+    doc = rich_package()
+    doc["schema_version"] = "9"  # shape
+    doc["items"].append(copy.deepcopy(doc["items"][0]))  # rule
+    doc["context"]["bytes"] = doc["context"]["tokens"] = doc["context"]["bytes"] + 1  # size
+    faults = R.validate(doc, {R.STRICT_CONTEXT_BYTES: True})
+    assert isinstance(faults, E.Faults)
+    assert [e.code for e in faults.errors] == [
+        "package.schema",
+        "package.item-id-duplicate",
+        "package.context-bytes",
+    ]
+    assert faults.first() is faults.errors[0]
+
+
+def test_normalize_uuid() -> None:
+    assert R.normalize_uuid(PKG_ID.upper()) == PKG_ID
+    assert R.normalize_uuid(PKG_ID) == PKG_ID
+
+
+def test_context_size_verdict() -> None:
+    doc = rich_package()
+    right = doc["context"]["bytes"]
+    verdict = C.context_size(json.dumps(doc, ensure_ascii=False).encode())
+    assert verdict.ok and (verdict.measured, verdict.fixed_point) == (right, right)
+    doc["context"]["tokens"] = 7
+    verdict = C.context_size(json.dumps(doc).encode(), "p.json")
+    assert list(verdict.to_dict().items()) == [
+        ("claimed_bytes", right),
+        ("claimed_tokens", 7),
+        ("measured", C.measure_context(doc["context"])),
+        ("fixed_point", right),
+        ("ok", False),
+    ]
+    with pytest.raises(E.InputError) as info:
+        C.context_size(b'{"context": []}', "p.json")
+    assert (info.value.code, info.value.path) == ("input.invalid", "p.json")
+    with pytest.raises(E.JSONFormError):
+        C.context_size(b'{"context": {}, "context": {}}')
+
+
+def _imported(path: Path) -> set[str]:
+    """First segment of every module ``path`` imports, function-level included."""
+    import ast
+
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            names = [node.module] if node.module else [a.name for a in node.names]
+            out |= {n.split(".")[0] for n in names}
+            if node.module and node.module.startswith("evstore."):
+                out.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+            out |= {a.name.split(".")[1] for a in node.names if a.name.startswith("evstore.")}
+    return out
+
+
+def test_rules_modules_are_pure() -> None:
+    """No database, no transaction, no facade: every import, function-level included."""
+    root = Path(__file__).resolve().parents[2] / "store"
+    banned = {"api", "txn", "db", "tables", "blobs", "sqlalchemy", "packages"}
+    for name in ("package_rules", "package_context", "package_schema"):
+        assert not _imported(root / f"{name}.py") & banned, name
+    assert "api" not in _imported(root / "packages.py")

@@ -23,7 +23,9 @@ from typing import Any
 import jsonschema_rs
 import pytest
 
-from evstore import packages as P
+from evstore import errors as E
+from evstore import package_rules as R
+from evstore import package_schema as S
 
 SCHEMA = "contracts/insonic-answer-evidence-1.3.0.schema.json"
 
@@ -441,7 +443,7 @@ def published(shared_dir: Path) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def judges(published: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
     """part -> (our validator, the published schema's validator)."""
-    ours = jsonschema_rs.validator_map_for(P.load_schema(), validate_formats=True, offline=True)
+    ours = jsonschema_rs.validator_map_for(S.load_schema(), validate_formats=True, offline=True)
     theirs = jsonschema_rs.validator_map_for(published, validate_formats=True, offline=True)
     return {part: (ours[o], theirs[t]) for part, (o, t) in PARTS.items()}
 
@@ -455,23 +457,23 @@ def examples(published: dict[str, Any]) -> dict[str, Any]:
 
 
 def schema_faults(part: str, doc: Any) -> list[Any]:
-    """Structure faults as evstore.packages reports them (its own compiled validators)."""
+    """Structure faults as evstore.package_rules reports them (its own compiled validators)."""
     check = {
-        "package": P.validate_package,
-        "request": P.validate_request,
-        "envelope": P.validate_envelope,
+        "package": R.validate_package,
+        "request": R.validate_request,
+        "envelope": R.validate_envelope,
     }[part]
-    return [e for e in check(doc)[0] if e.code == f"{part}.schema"]
+    return [e for e in check(doc).errors if e.code == f"{part}.schema"]
 
 
 # --------------------------------------------------------------------------- tests
 
 
 def test_our_schema_is_a_valid_2020_12_schema_with_our_id() -> None:
-    schema = P.load_schema()
+    schema = S.load_schema()
     jsonschema_rs.meta.validate(schema)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert schema["$id"] == P.SCHEMA_ID
+    assert schema["$id"] == S.SCHEMA_ID
     assert schema["$id"].startswith("urn:evstore:")
 
 
@@ -498,10 +500,10 @@ def test_full_documents_are_valid_under_both(judges: dict[str, tuple[Any, Any]])
 
 
 def test_defaults_and_annotations_match(published: dict[str, Any]) -> None:
-    ours = P.load_schema()["$defs"]
+    ours = S.load_schema()["$defs"]
     theirs = published["$defs"]
     for name, prop in theirs["budget"]["properties"].items():
-        assert P.budget_default(name) == prop["default"], name
+        assert S.budget_default(name) == prop["default"], name
         assert ours["budget"]["properties"][name]["default"] == prop["default"], name
     summary = theirs["provider"]["properties"]["summary_contract"]["default"]
     assert ours["provider"]["properties"]["summary_contract"]["default"] == summary
@@ -522,7 +524,7 @@ def test_descriptions_are_not_copied(published: dict[str, Any]) -> None:
                 yield from descriptions(value)
 
     theirs = set(descriptions(published))
-    assert not [d for d in descriptions(P.load_schema()) if d in theirs]
+    assert not [d for d in descriptions(S.load_schema()) if d in theirs]
 
 
 BASES = {
@@ -569,7 +571,7 @@ def test_mutations_are_judged_alike(
 def test_module_validators_agree_with_published(
     part: str, published: dict[str, Any], judges: dict[str, tuple[Any, Any]]
 ) -> None:
-    """evstore.packages itself (not just the schema file) reports a schema fault iff the
+    """evstore.package_rules itself (not just the schema file) reports a schema fault iff the
     published schema rejects; sampled every few mutations to keep the run short."""
     _, theirs = judges[part]
     walker = Walker(published)
@@ -589,5 +591,5 @@ def test_module_validators_agree_with_published(
             checked += 1
             faults = schema_faults(part, doc)
             assert (faults == []) == theirs.is_valid(doc), (kind, path)
-            assert all(isinstance(f, P.PackageError) for f in faults)
+            assert all(isinstance(f, E.PackageError) for f in faults)
     assert checked > 50

@@ -19,6 +19,9 @@ from click.testing import CliRunner
 
 import evstore
 from evstore import Document
+from evstore import errors as E
+from evstore import package_context as C
+from evstore import package_rules as R
 from evstore import packages as P
 from evstore.canonical import dumps, loads
 from evstore.cli.main import cli
@@ -48,7 +51,7 @@ def envelope() -> dict[str, Any]:
 
 
 def finish(doc: dict[str, Any]) -> dict[str, Any]:
-    n = P.context_fixed_point(doc["context"])
+    n = C.context_fixed_point(doc["context"])
     doc["context"]["bytes"] = doc["context"]["tokens"] = n
     return doc
 
@@ -122,7 +125,7 @@ def test_package_id_reuse_is_rejected(store: evstore.Store, snapshot: Any) -> No
     other["diagnostics"] = []
     err = rejected(store, snapshot, other)
     assert (err.code, err.pointer) == ("package.id-reuse", "/id")
-    assert isinstance(err, P.PackageBindingError)
+    assert isinstance(err, E.PackageBindingError)
     assert err.details["stored"] == stored.digest.address
     # A UUID is case-insensitive: the upper-case id is the same id.
     upper = package()
@@ -231,7 +234,7 @@ def test_context_bytes_warning_is_recorded_and_shown(store: evstore.Store) -> No
 
 
 def test_strict_context_bytes_rejects(store: evstore.Store, snapshot: Any) -> None:
-    store.set_config(P.STRICT_CONTEXT_BYTES, "true")
+    store.set_config(R.STRICT_CONTEXT_BYTES, "true")
     doc = package()
     doc["context"]["tokens"] = doc["context"]["bytes"] = doc["context"]["bytes"] - 1
     err = rejected(store, snapshot, doc)
@@ -245,7 +248,7 @@ def test_strict_context_bytes_rejects(store: evstore.Store, snapshot: Any) -> No
 def test_envelope_needs_its_package(store: evstore.Store, snapshot: Any) -> None:
     err = rejected(store, snapshot, envelope())
     assert (err.code, err.pointer) == ("envelope.unknown-package", "/package_id")
-    assert isinstance(err, P.PackageBindingError)
+    assert isinstance(err, E.PackageBindingError)
     # Package and envelope in one call: the envelope sees the package written before it.
     report = ingest(store, package(), envelope())
     env_address = report.results[1].digest.blake3
@@ -424,6 +427,41 @@ def test_check_finds_tampered_bindings_and_edges(store: evstore.Store) -> None:
     }
 
 
+def test_ops_ingest_validate_and_helpers(store: evstore.Store, snapshot: Any) -> None:
+    ops = store.packages
+    before = snapshot(store)
+    report = ops.validate(raw(envelope()), name="env.json")
+    assert [(f.code, f.pointer, f.path) for f in report.faults] == [
+        ("envelope.unknown-package", "/package_id", "env.json")
+    ]
+    assert snapshot(store) == before
+    result = ops.ingest(raw(package()))
+    assert (result.kind, result.new) == ("package", True)
+    assert ops.ingest(raw(envelope()), kind="envelope").kind == "envelope"
+    with pytest.raises(E.PackageError) as info:
+        ops.ingest(raw(envelope()), kind="request")
+    assert info.value.code == "request.schema"
+    verdict = ops.context_size(raw(package()))
+    assert verdict.ok and verdict.measured == package()["context"]["bytes"]
+    assert ops.normalize_uuid(package()["id"].upper()) == package()["id"].lower()
+
+
+def test_strict_setting_is_typed(store: evstore.Store) -> None:
+    doc = package()
+    doc["context"]["tokens"] = doc["context"]["bytes"] = doc["context"]["bytes"] - 1
+    with store.reading() as txn:
+        assert R.validate(doc, txn.settings).warnings  # default: a warning
+    store.set_config(R.STRICT_CONTEXT_BYTES, True)
+    with store.reading() as txn:
+        assert codes_of(R.validate(doc, txn.settings).errors) == [
+            ("package.context-bytes", "/context/bytes")
+        ]
+
+
+def codes_of(faults: list[EvstoreError]) -> list[tuple[str, str]]:
+    return [(f.code, f.pointer) for f in faults]
+
+
 # --------------------------------------------------------------------------- CLI
 
 
@@ -460,3 +498,14 @@ def test_cli(store_url: str, tmp_path: Path) -> None:
     res = run("--json", "package", "context-size", str(tmp_path / "wrong.json"))
     assert res.exit_code == 1
     assert json.loads(res.stdout)["fixed_point"] == package()["context"]["bytes"]
+    right = package()["context"]["bytes"]
+    res = run("package", "context-size", str(tmp_path / "wrong.json"))
+    assert res.exit_code == 1
+    assert res.stdout == (
+        f"measured {C.measure_context(wrong['context'])} bytes; claimed bytes 7, "
+        f"tokens {right}; right value {right}\n"
+    )
+    res = CliRunner().invoke(cli, ["--json", "package", "context-size", "-"], input=b"[1]")
+    assert res.exit_code == 1
+    err = json.loads(res.stdout)["error"]
+    assert (err["code"], err["path"]) == ("input.invalid", "-")

@@ -79,3 +79,19 @@ def test_unsupported_urls():
         with pytest.raises(evstore.StoreStateError) as exc:
             evstore.open(url)
         assert exc.value.code == "store.url"
+
+
+def test_schema_revisions_read_as_text_match_alembic():
+    from importlib import resources
+
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from evstore.api import schema_revisions
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(resources.files("evstore.migrations")))
+    script = ScriptDirectory.from_config(cfg)
+    chain = [r.revision for r in script.walk_revisions()][::-1]
+    assert list(schema_revisions()) == chain
+    assert schema_revisions()[-1] == head_revision()

@@ -1,0 +1,164 @@
+"""Ingest commands: ingest and validate (one Store call each, plus rendering)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+import evstore
+
+from .common import Ctx, emit, ingest_options, open_store, pass_ctx, read_input
+
+__all__ = ["COMMANDS", "collect", "ingest", "register", "validate"]
+
+
+def _scope(host_id: str | None, tenant_id: str | None, auth: str | None) -> dict[str, str] | None:
+    """The fragment scope of the three scope options: all three or none (contract rule)."""
+    return evstore.fragment_scope(
+        host_id, tenant_id, auth, names=("--host-id", "--tenant-id", "--authorization-scope-id")
+    )
+
+
+def collect(
+    files: tuple[str, ...],
+    kind: str | None,
+    contents: tuple[str, ...],
+    sources: tuple[Any, ...],
+    host_id: str | None,
+    tenant_id: str | None,
+    auth: str | None,
+    source_document: str | None,
+) -> tuple[list[evstore.Document], dict[str, Any], list[bytes]]:
+    """Read the command's inputs: ``(documents, options, supplied bytes)`` for the Store call.
+
+    Raises:
+        click.UsageError: stdin given twice. InputError: ``kind.unknown`` (empty --kind),
+            ``input.unreadable``. ContractError: ``fragment.scope-incomplete``.
+    """
+    if sum(1 for f in files if f == "-") > 1:
+        raise click.UsageError("stdin (-) can be read once")
+    if kind is not None and not kind:
+        raise evstore.error("kind.unknown", "--kind is empty; give a kind name (docs/kinds.md)")
+    docs = [evstore.Document(read_input(f), name=f, kind=kind) for f in files]
+    supplied = [read_input(c) for c in contents]
+    options: dict[str, Any] = {}
+    scope = _scope(host_id, tenant_id, auth)
+    if scope is not None:
+        options["scope"] = scope
+    if sources:
+        options["sources"] = [(d, f, read_input(p)) for d, f, p in sources]
+        supplied += [b for _, _, b in options["sources"]]
+    if source_document:
+        options["source_document"] = source_document
+    return docs, options, supplied
+
+
+def _ingest_human(digests: bool) -> Any:
+    def human(r: Any) -> None:
+        for res in r.results:
+            flag = "new" if res.new else "not new"
+            click.echo(f"{res.digest.address}  {res.kind}  ({flag})")
+            if digests:
+                click.echo(f"  sha256:{res.digest.sha256}\n  sha256:{res.digest.sha256_b64u}")
+            for w in res.warnings:
+                click.echo(f"  warning: {w.code} at {w.pointer or '/'}: {w.message}")
+
+    return human
+
+
+@click.command()
+@ingest_options
+@pass_ctx
+def ingest(
+    ctx: Ctx,
+    files: tuple[str, ...],
+    kind: str | None,
+    contents: tuple[str, ...],
+    sources: tuple[Any, ...],
+    host_id: str | None,
+    tenant_id: str | None,
+    authorization_scope_id: str | None,
+    source_document: str | None,
+    digests: bool,
+) -> None:
+    """Validate and store JSON documents, all in one transaction (all or nothing).
+
+    Reports the first fault in the order: JSON form, schema, contract rules, self-address,
+    bindings. Ingesting an identical artifact again succeeds (new: false). Creates the
+    store when missing.
+
+    Exit codes: 0 stored; 1 rejected (nothing written) or store error; 2 usage.
+    """
+    docs, options, supplied = collect(
+        files,
+        kind,
+        contents,
+        sources,
+        host_id,
+        tenant_id,
+        authorization_scope_id,
+        source_document,
+    )
+    with open_store(ctx, create=True) as store:
+        report = store.ingest(docs, options=options, supplied=supplied)
+    emit(ctx, report, _ingest_human(digests))
+
+
+def _validate_human(r: Any) -> None:
+    for f in r.faults:
+        click.echo(f"{f.path or '-'}: {f.code} at {f.pointer or '/'}: {f.message}")
+        if f.rule:
+            click.echo(f"  rule: {f.rule}")
+    for res in r.results:
+        for w in res.warnings:
+            click.echo(f"warning: {res.kind} {w.code} at {w.pointer or '/'}: {w.message}")
+    if r.ok:
+        click.echo(f"valid: {r.documents} document(s)")
+
+
+@click.command()
+@ingest_options
+@pass_ctx
+def validate(
+    ctx: Ctx,
+    files: tuple[str, ...],
+    kind: str | None,
+    contents: tuple[str, ...],
+    sources: tuple[Any, ...],
+    host_id: str | None,
+    tenant_id: str | None,
+    authorization_scope_id: str | None,
+    source_document: str | None,
+    digests: bool,
+) -> None:
+    """Run every check of ingest on FILES, list all faults, write nothing.
+
+    Exit codes: 0 valid; 1 faults found or store error; 2 usage.
+    """
+    docs, options, supplied = collect(
+        files,
+        kind,
+        contents,
+        sources,
+        host_id,
+        tenant_id,
+        authorization_scope_id,
+        source_document,
+    )
+    with open_store(ctx) as store:
+        report = store.validate(docs, options=options, supplied=supplied)
+    emit(ctx, report, _validate_human)
+    if not report.ok:
+        sys.exit(1)
+
+
+#: The commands of this area, as registered on the ``evstore`` group.
+COMMANDS = (ingest, validate)
+
+
+def register(cli: click.Group) -> None:
+    """Add the ingest commands to the ``evstore`` group."""
+    for command in COMMANDS:
+        cli.add_command(command)

@@ -1,0 +1,205 @@
+"""Evidence fragments, templiqx ``v1alpha1``: the byte rules (no database).
+
+A fragment against the content its offsets are measured over (contract "Offset and digest
+invariants"): content_sha256, end_offset against the length, UTF-8 character boundaries and
+well-formedness of the quoted bytes, then quote_sha256; and the well-formedness of registered
+source bytes. Units are bytes throughout; content is never decoded or normalised. The shape
+rules these build on are ``store/fragment_rules.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from .errors import EvstoreError, error, join_pointer
+from .fragment_rules import (
+    BOUNDARY,
+    CONTENT_MISMATCH,
+    QUOTE_MISMATCH,
+    RANGE,
+    SOURCE_ENCODING,
+    validate_shape,
+)
+
+__all__ = ["is_char_boundary", "source_encoding_fault", "verify_against"]
+
+_CONTINUATION_MASK = 0xC0
+_CONTINUATION_BITS = 0x80
+
+
+def _at(name: str, value: int) -> dict[str, Any]:
+    return {name: value}  # a fault detail, typed for error(**...)
+
+
+def is_char_boundary(content: bytes | bytearray | memoryview, offset: int) -> bool:
+    """Whether a byte offset falls on a UTF-8 character boundary of ``content``.
+
+    ``offset`` is a boundary iff ``offset == len(content)`` or ``content[offset]`` is not a
+    continuation byte (``0b10xxxxxx``). The bytes are never decoded.
+
+    Args:
+        content: the raw content bytes.
+        offset: a byte offset, ``0 <= offset <= len(content)``.
+
+    Returns:
+        True on a boundary.
+
+    Raises:
+        IndexError: ``offset`` outside ``[0, len(content)]`` (a caller bug).
+    """
+    if offset == len(content):
+        return True
+    if offset < 0 or offset > len(content):
+        raise IndexError(f"offset {offset} outside [0, {len(content)}]")
+    return content[offset] & _CONTINUATION_MASK != _CONTINUATION_BITS
+
+
+def verify_against(
+    frag: Any,
+    content: bytes | bytearray | memoryview,
+    pointer: str = "",
+    *,
+    content_sha256: str | None = None,
+    shape_checked: bool = False,
+) -> list[EvstoreError]:
+    """Verify a fragment against the content its offsets are measured over (fail closed).
+
+    Stages (the module docstring's fault order); a stage runs only when all earlier ones passed:
+    shape; ``content_sha256`` (when the fragment has it) equals the SHA-256 of ``content``;
+    ``end_offset <= len(content)``; both offsets on character boundaries and the quoted bytes
+    well-formed UTF-8; SHA-256 of ``content[start_offset:end_offset]`` equals
+    ``quote_sha256``. Units are bytes throughout; ``content`` is used exactly as given.
+
+    Args:
+        frag: the fragment (a parsed JSON value).
+        content: the complete raw byte sequence identified by the fragment's ``fragment_id``.
+        pointer: pointer of the fragment in its document; prefixes every fault's pointer.
+        content_sha256: the SHA-256 of ``content`` as 64 lowercase hex when the caller already
+            knows it (the store does), so large content is not hashed once per fragment.
+            Trusted as given.
+        shape_checked: skip the shape stage because the caller already ran
+            :func:`validate_shape` on this fragment and got no faults.
+
+    Returns:
+        The faults of the first failing stage (empty: the fragment is verified). Codes:
+        those of :func:`validate_shape`, ``fragment.content-mismatch``, ``fragment.range``,
+        ``fragment.boundary``, ``fragment.quote-mismatch``.
+
+    Raises:
+        TypeError: ``content`` is not bytes-like (a str would hide an encoding choice).
+    """
+    if not isinstance(content, (bytes, bytearray, memoryview)):
+        raise TypeError(
+            "content must be bytes, bytearray or memoryview, not " + type(content).__name__
+        )
+    if not shape_checked:
+        shape = validate_shape(frag, pointer)
+        if shape:
+            return shape
+    start = int(frag["start_offset"])
+    end = int(frag["end_offset"])
+
+    if "content_sha256" in frag:
+        claimed = frag["content_sha256"]
+        actual = (
+            content_sha256 if content_sha256 is not None else hashlib.sha256(content).hexdigest()
+        )
+        if claimed != actual:
+            return [
+                error(
+                    CONTENT_MISMATCH,
+                    "content_sha256 names other bytes than the content verified against",
+                    join_pointer(pointer, "content_sha256"),
+                    expected=claimed,
+                    actual=actual,
+                )
+            ]
+
+    length = len(content)
+    if end > length:
+        return [
+            error(
+                RANGE,
+                f"end_offset {end} is beyond the content length of {length} bytes",
+                join_pointer(pointer, "end_offset"),
+                end_offset=end,
+                content_length=length,
+            )
+        ]
+
+    return _quote_faults(frag, content, pointer, start, end)
+
+
+def _quote_faults(
+    frag: Any, content: bytes | bytearray | memoryview, pointer: str, start: int, end: int
+) -> list[EvstoreError]:
+    """Stages 4 and 5 of :func:`verify_against`: boundaries, well-formedness, quote digest."""
+    faults: list[EvstoreError] = []
+    for name, off in (("start_offset", start), ("end_offset", end)):
+        if not is_char_boundary(content, off):
+            faults.append(
+                error(
+                    BOUNDARY,
+                    f"{name} {off} falls inside a UTF-8 character",
+                    join_pointer(pointer, name),
+                    **_at(name, off),
+                )
+            )
+    if faults:
+        return faults
+    quoted = content[start:end]
+    if isinstance(quoted, memoryview):
+        quoted = quoted.tobytes()
+    if not quoted.isascii():
+        try:
+            str(quoted, "utf-8")
+        except UnicodeDecodeError as exc:
+            # Only reachable when the content itself is not well-formed UTF-8.
+            return [
+                error(
+                    BOUNDARY,
+                    f"the quoted bytes are not well-formed UTF-8 (byte {start + exc.start})",
+                    pointer,
+                    start_offset=start,
+                    end_offset=end,
+                    byte=start + exc.start,
+                )
+            ]
+
+    actual_quote = hashlib.sha256(quoted).hexdigest()
+    if actual_quote != frag["quote_sha256"]:
+        return [
+            error(
+                QUOTE_MISMATCH,
+                "quote_sha256 is not the SHA-256 of the bytes in [start_offset, end_offset)",
+                join_pointer(pointer, "quote_sha256"),
+                expected=frag["quote_sha256"],
+                actual=actual_quote,
+            )
+        ]
+    return []
+
+
+def source_encoding_fault(data: bytes, pointer: str = "", **details: Any) -> EvstoreError | None:
+    """``fragment.source-encoding`` when source bytes are not well-formed UTF-8, else None.
+
+    Args:
+        data: the source content bytes.
+        pointer: where to point the fault.
+        details: extra facts for the fault (the pair); ``byte`` (offset in bytes of the first
+            bad byte) is added.
+    """
+    if data.isascii():
+        return None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return error(
+            SOURCE_ENCODING,
+            f"source bytes are not well-formed UTF-8 (byte {exc.start})",
+            pointer,
+            **details,
+            byte=exc.start,
+        )
+    return None
