@@ -12,12 +12,9 @@ import sys
 
 import click
 
-from evstore.canonical import dumps
-from evstore.digests import digest_bytes
-
 from .common import Ctx, emit, open_store, output_option, pass_ctx, write_output
 
-__all__ = ["register"]
+__all__ = ["excerpt", "register"]
 
 _RANGE = re.compile(r"(-?[0-9]+):(-?[0-9]+)")
 
@@ -32,62 +29,63 @@ def _parse_range(_ctx: click.Context, _param: click.Parameter, values: tuple[str
     return out
 
 
+@click.command()
+@click.argument("source_ref")
+@click.option(
+    "--ref",
+    "ranges",
+    multiple=True,
+    metavar="START:END",
+    callback=_parse_range,
+    help="A cited range of unit ids, inclusive (repeatable; none gives []).",
+)
+@click.option(
+    "--window",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    metavar="N",
+    help="Units of context added on each side, in source positions.",
+)
+@output_option
+@pass_ctx
+def excerpt(
+    ctx: Ctx, source_ref: str, ranges: list[tuple[int, int]], window: int, output: str | None
+) -> None:
+    """Print the evidence context selected from the stored source document SOURCE_REF.
+
+    The notarius v1 selection rule: each --ref range is widened by N positions on each
+    side, clamped at the document boundaries, and the union is printed in source position
+    order, each unit once, in canonical form (RFC 8785, nothing appended), so a host can
+    recompute an excerpt and compare bytes. With --json: one object with the excerpt, its
+    address and unit count.
+
+    Exit codes: 0 ok; 1 ref.syntax, not-found.source-document, context.range-unknown,
+    context.range-order, corruption.*; 2 usage (bad START:END or N).
+    """
+    with open_store(ctx) as store:
+        got = store.contexts.excerpt_bytes(source_ref, ranges, window)
+    if output:
+        write_output(
+            ctx, output, got.data, {"units": len(got.units), "address": got.digest.address}
+        )
+    elif ctx.json:
+        emit(
+            ctx,
+            {
+                "ok": True,
+                "source": source_ref,
+                "window": window,
+                "units": len(got.units),
+                "address": got.digest.address,
+                "excerpt": got.units,
+            },
+        )
+    else:
+        sys.stdout.buffer.write(got.data)
+        sys.stdout.buffer.flush()
+
+
 def register(cli: click.Group) -> None:
     """Add ``excerpt`` to the ``evstore`` group."""
-
-    @cli.command()
-    @click.argument("source_ref")
-    @click.option(
-        "--ref",
-        "ranges",
-        multiple=True,
-        metavar="START:END",
-        callback=_parse_range,
-        help="A cited range of unit ids, inclusive (repeatable; none gives []).",
-    )
-    @click.option(
-        "--window",
-        type=click.IntRange(min=0),
-        default=0,
-        show_default=True,
-        metavar="N",
-        help="Units of context added on each side, in source positions.",
-    )
-    @output_option
-    @pass_ctx
-    def excerpt(
-        ctx: Ctx, source_ref: str, ranges: list[tuple[int, int]], window: int, output: str | None
-    ) -> None:
-        """Print the evidence context selected from the stored source document SOURCE_REF.
-
-        The notarius v1 selection rule: each --ref range is widened by N positions on each
-        side, clamped at the document boundaries, and the union is printed in source position
-        order, each unit once, in canonical form (RFC 8785, nothing appended), so a host can
-        recompute an excerpt and compare bytes. With --json: one object with the excerpt, its
-        address and unit count.
-
-        Exit codes: 0 ok; 1 ref.syntax, not-found.source-document, context.range-unknown,
-        context.range-order, corruption.*; 2 usage (bad START:END or N).
-        """
-        with open_store(ctx) as store:
-            units = store.contexts.excerpt(source_ref, ranges, window)
-        data = dumps(units)
-        if output:
-            write_output(
-                ctx, output, data, {"units": len(units), "address": digest_bytes(data).address}
-            )
-        elif ctx.json:
-            emit(
-                ctx,
-                {
-                    "ok": True,
-                    "source": source_ref,
-                    "window": window,
-                    "units": len(units),
-                    "address": digest_bytes(data).address,
-                    "excerpt": units,
-                },
-            )
-        else:
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
+    cli.add_command(excerpt)

@@ -18,11 +18,8 @@ revisions shipped in migrations/versions (read as text): Alembic is imported onl
 from __future__ import annotations
 
 import contextlib
-import functools
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any, BinaryIO
 
 import sqlalchemy as sa
@@ -41,7 +38,7 @@ from .artifacts import (
 )
 from .canonical import loads
 from .check import Progress, check_store
-from .db import Database, translate
+from .db import Database
 from .digests import Digest, blake3_hex
 from .digests import digest_bytes as digest_from
 from .errors import EvstoreError, NotFound, error
@@ -56,7 +53,7 @@ from .settings import (
 )
 from .txn import Txn
 
-__all__ = ["Store", "init", "migrate", "open", "schema_revisions"]
+__all__ = ["Store", "init", "migrate", "open"]
 
 
 @dataclass(frozen=True)
@@ -70,81 +67,6 @@ class _RawRow:
 class _Rollback(Exception):
     def __init__(self, payload: Any) -> None:
         self.payload = payload
-
-
-# -- schema revisions (no Alembic) ------------------------------------------------------------
-_REVISION = re.compile(r"^revision\s*(?::[^=]*)?=\s*[\"']([^\"']+)[\"']", re.M)
-_DOWN = re.compile(r"^down_revision\s*(?::[^=]*)?=\s*(?:None|[\"']([^\"']*)[\"'])", re.M)
-
-
-@functools.cache
-def schema_revisions() -> tuple[str, ...]:
-    """The schema revisions shipped with this evstore, oldest first (the last is the head).
-
-    Read from the text of migrations/versions/*.py (``revision`` and ``down_revision``), so
-    checking a store's schema does not import Alembic.
-    """
-    parents: dict[str, str | None] = {}
-    for entry in (resources.files("evstore.migrations") / "versions").iterdir():
-        if not entry.name.endswith(".py") or entry.name.startswith("_"):
-            continue
-        text = entry.read_text(encoding="utf-8")
-        rev, down = _REVISION.search(text), _DOWN.search(text)
-        if rev is not None:
-            parents[rev.group(1)] = down.group(1) if down is not None else None
-    chain: list[str] = []
-    children = {v: k for k, v in parents.items()}
-    node = children.get(None)
-    while node is not None:
-        chain.append(node)
-        node = children.get(node)
-    return tuple(chain)
-
-
-def _current_revision(db: Database) -> str:
-    """The store's schema revision, read with one SQL statement ('' when none).
-
-    Never creates a SQLite file. Raises StoreStateError (``store.url``, ``store.unreachable``,
-    ``store.database``).
-    """
-    if db.sqlite_path is not None and not db._sqlite_file_exists():
-        return ""
-    try:
-        with db.engine.connect() as conn:
-            if not sa.inspect(conn).has_table("alembic_version"):
-                return ""
-            rows = conn.execute(sa.text("SELECT version_num FROM alembic_version")).all()
-    except sa.exc.SQLAlchemyError as exc:
-        raise translate(exc, db.display_url) from None
-    return str(rows[0][0]) if rows else ""
-
-
-def _require_current(db: Database) -> None:
-    """Refuse a store whose schema is missing, behind or ahead of the code.
-
-    Raises:
-        StoreStateError: ``store.missing``, ``store.schema-behind``, ``store.schema-ahead``.
-    """
-    current = _current_revision(db)
-    if not current:
-        raise error(
-            "store.missing",
-            f"no evstore store at {db.display_url}; create one with `evstore init`",
-        )
-    known = schema_revisions()
-    head = known[-1]
-    if current == head:
-        return
-    if current in known:
-        raise error(
-            "store.schema-behind",
-            f"the store's schema ({current}) is behind this evstore ({head});"
-            " run `evstore migrate`",
-        )
-    raise error(
-        "store.schema-ahead",
-        f"the store's schema ({current}) is newer than this evstore ({head}); upgrade evstore",
-    )
 
 
 def open(url: str, *, create: bool = False) -> Store:  # noqa: A001 - the documented API name
@@ -176,11 +98,11 @@ def init(url: str) -> dict[str, Any]:
     """
     db = Database(url)
     try:
-        existed = bool(_current_revision(db))
+        existed = db.schema_state().initialised
     finally:
         db.dispose()
     with Store(url, create=True) as store:
-        return {"url": store.url, "created": not existed, "schema": _current_revision(store.db)}
+        return {"url": store.url, "created": not existed, "schema": store.db.schema_state().current}
 
 
 def migrate(url: str) -> dict[str, Any]:
@@ -194,7 +116,7 @@ def migrate(url: str) -> dict[str, Any]:
     """
     db = Database(url)
     try:
-        if not _current_revision(db):
+        if not db.schema_state().initialised:
             raise error(
                 "store.missing",
                 f"no evstore store at {db.display_url}; create one with `evstore init`",
@@ -214,10 +136,10 @@ class Store:
     def __init__(self, url: str, *, create: bool = False, check_schema: bool = True) -> None:
         self.db = Database(url)
         try:
-            if create and not _current_revision(self.db):
+            if create and not self.db.schema_state().initialised:
                 self.db.migrate()
             if check_schema:
-                _require_current(self.db)
+                self.db.require_current()
         except BaseException:
             self.db.dispose()
             raise

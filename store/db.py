@@ -19,7 +19,9 @@ through psycopg 3 (``postgresql+psycopg://``; a bare ``postgresql://`` URL is ma
 from __future__ import annotations
 
 import contextlib
+import functools
 import random
+import re
 import sqlite3
 import sys
 import time
@@ -49,6 +51,7 @@ __all__ = [
     "head_revision",
     "normalize_url",
     "raw_driver",
+    "schema_revisions",
     "translate",
 ]
 
@@ -233,11 +236,37 @@ def raw_driver(conn: Connection) -> Iterator[Any]:
         raise wrapped from exc
 
 
-def head_revision() -> str:
-    """The newest Alembic revision shipped with this code."""
-    from alembic.script import ScriptDirectory
+_REVISION = re.compile(r"^revision\s*(?::[^=]*)?=\s*[\"']([^\"']+)[\"']", re.M)
+_DOWN = re.compile(r"^down_revision\s*(?::[^=]*)?=\s*(?:None|[\"']([^\"']*)[\"'])", re.M)
 
-    return ScriptDirectory.from_config(_alembic_config()).get_current_head() or ""
+
+@functools.cache
+def schema_revisions() -> tuple[str, ...]:
+    """The schema revisions shipped with this evstore, oldest first (the last is the head).
+
+    Read from the text of migrations/versions/*.py (``revision`` and ``down_revision``), so
+    checking a store's schema does not import Alembic.
+    """
+    parents: dict[str, str | None] = {}
+    for entry in (resources.files("evstore.migrations") / "versions").iterdir():
+        if not entry.name.endswith(".py") or entry.name.startswith("_"):
+            continue
+        text = entry.read_text(encoding="utf-8")
+        rev, down = _REVISION.search(text), _DOWN.search(text)
+        if rev is not None:
+            parents[rev.group(1)] = down.group(1) if down is not None else None
+    chain: list[str] = []
+    children = {v: k for k, v in parents.items()}
+    node = children.get(None)
+    while node is not None:
+        chain.append(node)
+        node = children.get(node)
+    return tuple(chain)
+
+
+def head_revision() -> str:
+    """The newest schema revision shipped with this code (no Alembic import)."""
+    return schema_revisions()[-1]
 
 
 def _alembic_config() -> Any:
@@ -413,11 +442,7 @@ class Database:
                 code="store.missing",
             )
         if state.current != state.head:
-            from alembic.script import ScriptDirectory
-
-            known = {
-                r.revision for r in ScriptDirectory.from_config(_alembic_config()).walk_revisions()
-            }
+            known = set(schema_revisions())
             if state.current in known:
                 raise StoreStateError(
                     f"the store's schema ({state.current}) is behind this evstore ({state.head});"

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import evstore
 from evstore.canonical import dumps
 from evstore.cli.main import cli
-from evstore.contexts import select_excerpt
+from evstore.context_rules import select_excerpt
 from evstore.tables import blobs
 
 REPO = Path(__file__).resolve().parents[2]

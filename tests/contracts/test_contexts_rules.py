@@ -13,12 +13,10 @@ from typing import Any
 
 import pytest
 
-from evstore.contexts import (
-    CODES,
+from evstore.context_rules import (
     DESCRIPTOR_KEYS,
     EVIDENCE_CONTEXT_DESCRIPTOR,
     SOURCE_DOCUMENT_DESCRIPTOR,
-    ContextError,
     check_against_source,
     check_descriptor,
     check_index,
@@ -28,9 +26,19 @@ from evstore.contexts import (
     validate_payload,
     validate_source_document,
 )
-from evstore.errors import ContractError
+from evstore.errors import CODES as ALL_CODES
+from evstore.errors import ContextError, ContractError
 
 CONTRACT = "contracts/notarius-evidence-context-v1.md"
+
+# This contract's rows of the one code table: every code whose rule is a notarius section or
+# evstore's source-document section, and the lookup miss of store.contexts.
+CODES = {
+    code
+    for code, c in ALL_CODES.items()
+    if c.rule.startswith(("notarius-evidence-context-v1#", "docs/bundle.md#generic-source"))
+    or code == "not-found.source-document"
+}
 
 # The contract's table labels -> our key names (DESCRIPTOR_KEYS is the one definition).
 TABLE_LABELS = {

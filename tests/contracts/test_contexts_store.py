@@ -16,7 +16,8 @@ import sqlalchemy as sa
 
 from evstore import Document
 from evstore.canonical import dumps
-from evstore.contexts import EvidenceContextKind, select_excerpt
+from evstore.context_rules import select_excerpt
+from evstore.contexts import EvidenceContextKind
 from evstore.errors import EvstoreError, InputError, NotFound
 from evstore.tables import edges
 
@@ -200,6 +201,14 @@ def test_excerpt_from_the_stored_document(store: Any, source_ref: str) -> None:
     assert got == select_excerpt(SOURCE, [(10, 10), (5, 5)], 1)
     assert [u["id"] for u in got] == [30, 10, 20, 5, 40]
     assert store.contexts.excerpt(source_ref, [], 3) == []
+
+
+def test_excerpt_bytes_are_the_canonical_form(store: Any, source_ref: str) -> None:
+    got = store.contexts.excerpt_bytes(source_ref, [(10, 10)], 1)
+    assert got.units == store.contexts.excerpt(source_ref, [(10, 10)], 1)
+    assert got.data == dumps(got.units)
+    assert got.digest.address == store.put(got.data).digest.address
+    assert got.digest.size == len(got.data)
 
 
 @pytest.mark.parametrize(

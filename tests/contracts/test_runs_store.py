@@ -17,11 +17,12 @@ import pytest
 import sqlalchemy as sa
 
 from evstore import Document
+from evstore.bundle_layout import BUNDLE_KINDS, check_logical_name
 from evstore.canonical import dumps
-from evstore.contexts import EVIDENCE_CONTEXT_DESCRIPTOR, SOURCE_DOCUMENT_DESCRIPTOR
+from evstore.context_rules import EVIDENCE_CONTEXT_DESCRIPTOR, SOURCE_DOCUMENT_DESCRIPTOR
 from evstore.errors import EvstoreError, InputError
 from evstore.kinds import get_handler
-from evstore.runs import BUNDLE_KINDS, RUN_RECORD_FORMAT, check_logical_name
+from evstore.run_rules import RUN_RECORD_FORMAT
 from evstore.tables import blobs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -404,7 +405,7 @@ def test_record_shape(store: Any, bundle: Path, mutate: Any) -> None:
     tree = copy.deepcopy(store.runs.ingest_bundle(bundle).tree)
     mutate(tree)
     with store.reading() as txn:
-        faults = get_handler("run").check(tree, txn)
+        faults = get_handler("run").check(tree, txn).errors
     assert faults and faults[0].code == "run.record-shape"
 
 
@@ -412,7 +413,7 @@ def test_record_descriptors_follow_the_layout(store: Any, bundle: Path) -> None:
     tree = copy.deepcopy(store.runs.ingest_bundle(bundle).tree)
     tree["files"]["notes.txt"]["descriptor"]["artifact_kind"] = [1]
     with store.reading() as txn:
-        faults = get_handler("run").check(tree, txn)
+        faults = get_handler("run").check(tree, txn).errors
     assert [(f.code, f.pointer) for f in faults] == [("bundle.index-shape", "/notes/artifact_kind")]
 
 

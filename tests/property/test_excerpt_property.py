@@ -14,13 +14,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from evstore.contexts import (
-    ContextError,
+from evstore.context_rules import (
     check_against_source,
     select_excerpt,
     validate_payload,
     validate_source_document,
 )
+from evstore.errors import ContextError
 
 SOURCE_ID = "session-alpha"
 

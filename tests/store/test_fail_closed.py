@@ -20,6 +20,12 @@ HIDDEN = (
     "evstore.package_rules",
     "evstore.package_schema",
     "evstore.package_context",
+    "evstore.context_schema",
+    "evstore.context_rules",
+    "evstore.contexts",
+    "evstore.bundle_layout",
+    "evstore.run_rules",
+    "evstore.runs",
 )
 
 

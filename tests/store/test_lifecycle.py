@@ -87,7 +87,7 @@ def test_schema_revisions_read_as_text_match_alembic():
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-    from evstore.api import schema_revisions
+    from evstore.db import schema_revisions
 
     cfg = Config()
     cfg.set_main_option("script_location", str(resources.files("evstore.migrations")))
