@@ -377,7 +377,12 @@ def test_contract_store_modules_never_import_the_facade():
 
 
 def test_store_never_imports_the_cli():
-    store = {m for m in _sources() if not (m == "evstore.cli" or m.startswith("evstore.cli."))}
+    # evstore.__main__ (`python -m evstore`) is the entry point that runs the CLI, not a layer.
+    store = {
+        m
+        for m in _sources()
+        if not (m == "evstore.cli" or m.startswith("evstore.cli.") or m == "evstore.__main__")
+    }
 
     def allowed(m, target, name, inner):
         if inner is not None and (inner == "evstore.cli" or inner.startswith("evstore.cli.")):
@@ -402,9 +407,9 @@ def test_cli_imports_only_the_public_surface():
             return ""
         if top == "evstore":
             return "the CLI imports only evstore (its __all__) and evstore.cli.*"
-        if top == "click" or top in sys.stdlib_module_names:
-            return ""
-        return "the CLI imports click, the standard library and evstore only"
+        if top in ("click", "rich") or top in sys.stdlib_module_names:
+            return ""  # rich: the progress bars (only cli/ draws them)
+        return "the CLI imports click, rich, the standard library and evstore only"
 
     bad = _violations(cli, allowed)
     # `import evstore` then `evstore.db...`: an attribute past the public surface.
