@@ -102,6 +102,14 @@ def _parse_float(text: str) -> float | int:
     return value
 
 
+def _parse_float_token(text: str) -> float | int:
+    # As _parse_float, but a number written with a fraction or exponent stays a float (10.0,
+    # 1e1), so rules that require a JSON integer token can see it. Its canonical bytes are the
+    # same (RFC 8785 writes 10.0 as 10).
+    value = _parse_float(text)
+    return float(value) if type(value) is int else value
+
+
 def _float_reads_back_out_of_range(value: float) -> bool:
     return MAX_SAFE_INTEGER < abs(value) < _EXPONENT_FROM and value == int(value)
 
@@ -123,6 +131,17 @@ _DECODER = json.JSONDecoder(
     parse_float=_parse_float,
     parse_constant=_no_constant,
 )
+
+
+# The same reader, keeping the form of integral numbers written with a fraction or exponent.
+_TOKEN_DECODER = json.JSONDecoder(
+    object_pairs_hook=_pairs,
+    parse_int=_parse_int,
+    parse_float=_parse_float_token,
+    parse_constant=_no_constant,
+)
+# A fraction or exponent right after a digit: only then can a token-keeping parse differ.
+_FRACTION_OR_EXPONENT = re.compile("[0-9][.eE]")
 
 
 class _Fault(Exception):
@@ -285,11 +304,18 @@ def _locate(text: str) -> str:
     return ""
 
 
-def loads(data: bytes | bytearray | memoryview | str) -> Any:
+def loads(data: bytes | bytearray | memoryview | str, *, number_tokens: bool = False) -> Any:
     """Parse JSON strictly (see the module docstring for every rule).
+
+    By default a number with an integral value is an ``int`` however it is written (``10``,
+    ``10.0``, ``1e1``): every rule judges it as its canonical form ``10``, like its address.
+    With ``number_tokens`` such a number written with a fraction or exponent stays a
+    ``float``, for contracts that require a JSON integer token (evidence-context unit ids,
+    docs/bundle.md). Either way :func:`dumps` of the value gives the same canonical bytes.
 
     Args:
         data: UTF-8 bytes (a file, stdin or a request body) or an already decoded str.
+        number_tokens: keep ``10.0`` and ``1e1`` as floats (see above).
 
     Returns:
         The value: dict, list, str, int, float, bool or None.
@@ -299,10 +325,10 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
             ``json.non-finite``, ``json.surrogate``, ``json.int-range``,
             ``json.number-range`` or ``json.depth``.
     """
-    return _checked(_decode(data))[0]
+    return _checked(_decode(data, number_tokens))[0]
 
 
-def _decode(data: bytes | bytearray | memoryview | str) -> Any:
+def _decode(data: bytes | bytearray | memoryview | str, number_tokens: bool = False) -> Any:
     """Text checks and the strict decoder (no tree walk)."""
     if isinstance(data, str):
         if data.startswith("\ufeff"):
@@ -316,8 +342,9 @@ def _decode(data: bytes | bytearray | memoryview | str) -> Any:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise _err("json.utf8", f"invalid UTF-8 at byte {exc.start}") from None
+    decoder = _TOKEN_DECODER if number_tokens and _FRACTION_OR_EXPONENT.search(text) else _DECODER
     try:
-        value = _DECODER.decode(text)
+        value = decoder.decode(text)
     except JSONFormError as err:
         err.pointer = _locate(text)
         raise

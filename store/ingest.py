@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .artifacts import ArtifactResult, Document, IngestReport
-from .canonical import loads_canonical
+from .canonical import loads, loads_canonical
 from .errors import EvstoreError, Faults, InputError, error
 from .kinds import detect_kind, get_handler
 from .txn import Txn
@@ -60,7 +60,9 @@ def parse_documents(docs: Sequence[Document]) -> list[Parsed]:
         try:
             value, canonical = loads_canonical(d.data)
             kind = d.kind or detect_kind(value)
-            get_handler(kind)
+            if getattr(get_handler(kind), "number_tokens", False):
+                # The kind's rules need to see 10.0 as written (canonical bytes unchanged).
+                value = loads(d.data, number_tokens=True)
         except EvstoreError as err:
             err.path = d.name
             raise
