@@ -89,6 +89,10 @@ def ingest(
     bindings. Ingesting an identical artifact again succeeds (new: false). Creates the
     store when missing.
 
+    Fragment offsets (start_offset, end_offset) are UTF-8 byte offsets into the source bytes
+    (--source, or ingest-source), never character counts; the end is exclusive: the quote is
+    bytes [start_offset, end_offset).
+
     Exit codes: 0 stored; 1 rejected (nothing written) or store error; 2 usage.
     """
     docs, options, supplied = collect(
