@@ -18,6 +18,7 @@ revisions shipped in migrations/versions (read as text): Alembic is imported onl
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -27,7 +28,6 @@ import sqlalchemy as sa
 from . import blobs as _blobs
 from .artifacts import (
     ArtifactInfo,
-    Document,
     IngestReport,
     all_warnings,
     artifact_kinds,
@@ -42,7 +42,14 @@ from .db import Database
 from .digests import Digest, blake3_hex
 from .digests import digest_bytes as digest_from
 from .errors import EvstoreError, NotFound, error
-from .ingest import ingest_documents, validate_documents
+from .ingest import (
+    STREAM_CHUNK,
+    as_documents,
+    ingest_documents,
+    one_shot,
+    run_batches,
+    validate_documents,
+)
 from .kinds import check_kind
 from .refs import parse_ref
 from .settings import (
@@ -55,6 +62,8 @@ from .txn import Txn
 
 __all__ = ["Store", "init", "migrate", "open"]
 
+builtins_open = open  # `open` below is the module's documented API name
+
 
 @dataclass(frozen=True)
 class _RawRow:
@@ -62,6 +71,68 @@ class _RawRow:
     sha256: str
     size: Any
     chunk_set: Any
+
+
+#: A path larger than this (bytes) is streamed by itself instead of read into a chunk.
+_READ_WHOLE_MAX = 8 << 20
+#: A chunk of small items is written once it holds this many bytes.
+_CHUNK_BYTES = 64 << 20
+
+
+def _item_bytes(item: Any, index: int) -> bytes | BinaryIO:
+    """An item of :meth:`Store.put_many`: its bytes, or an open stream for a large one."""
+    if isinstance(item, (bytes, bytearray, memoryview)):
+        return bytes(item)
+    if isinstance(item, os.PathLike):
+        path = os.fspath(item)
+        try:
+            fh = builtins_open(path, "rb")
+            if os.fstat(fh.fileno()).st_size > _READ_WHOLE_MAX:
+                return fh
+            with fh:
+                return fh.read()  # type: ignore[no-any-return]
+        except OSError as exc:
+            raise error(
+                "input.unreadable", f"cannot read {path}: {exc.strerror}", path=str(path)
+            ) from None
+    if hasattr(item, "read"):
+        return item  # type: ignore[no-any-return]
+    raise error(
+        "input.invalid",
+        f"item {index} is a {type(item).__name__}: put_many takes bytes, paths or binary streams",
+        item=index,
+    )
+
+
+def _put_stream_many(conn: sa.Connection, items: Iterable[Any]) -> list[_blobs.PutResult]:
+    """Store ``items`` on ``conn``, a chunk of small ones at a time, large ones streamed."""
+    out: list[_blobs.PutResult] = []
+    pending: list[bytes] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal size
+        if pending:
+            out.extend(_blobs.put_many(conn, pending))
+            pending.clear()
+            size = 0
+
+    for i, item in enumerate(items):
+        data = _item_bytes(item, i)
+        if isinstance(data, bytes):
+            pending.append(data)
+            size += len(data)
+            if len(pending) >= STREAM_CHUNK or size >= _CHUNK_BYTES:
+                flush()
+            continue
+        flush()
+        try:
+            out.append(_blobs.put_stream(conn, data))
+        finally:
+            if isinstance(item, os.PathLike):
+                data.close()
+    flush()
+    return out
 
 
 class _Rollback(Exception):
@@ -211,10 +282,41 @@ class Store:
         # A stream can be read only once, so no retry: one attempt, contention surfaces.
         return self.db.run_transaction(lambda conn: _blobs.put_stream(conn, data))
 
-    def put_many(self, items: Sequence[bytes]) -> list[_blobs.PutResult]:
-        """Store many byte strings in one transaction; one result per item, in order."""
+    def put_many(
+        self,
+        items: Iterable[bytes | os.PathLike[str] | BinaryIO],
+        *,
+        batch: int | None = None,
+        on_batch: Callable[[int, int], None] | None = None,
+    ) -> list[_blobs.PutResult]:
+        """Store many blobs: one transaction (all or nothing), or all-or-nothing batches.
+
+        Args:
+            items: any iterable (a generator works), read lazily: byte strings, paths
+                (``pathlib.Path``: a file read when its turn comes; files over 8 MiB are
+                streamed in 1 MiB chunks) or binary streams (streamed). Memory holds one
+                chunk of :data:`~evstore.ingest.STREAM_CHUNK` items (or 64 MiB), not all.
+            batch: None: one transaction. N: one transaction per N items; a failing batch
+                leaves the earlier ones committed and the error says so.
+            on_batch: called as ``on_batch(batches committed, items committed)``.
+
+        Returns:
+            One :class:`~evstore.blobs.PutResult` per item, in order.
+
+        Raises:
+            InputError: ``input.unreadable`` (a path that cannot be read), ``input.invalid``
+                (an item of another type, or ``batch`` < 1); store errors. With ``batch``,
+                ``details.committed_batches`` / ``details.committed_items`` say what stayed.
+        """
         self._live()
-        return self.db.run_transaction(lambda conn: _blobs.put_many(conn, items))
+        if batch is None:
+            take = one_shot(items)
+            return self.db.run_transaction(lambda conn: _put_stream_many(conn, take()))
+
+        def one(chunk: list[Any]) -> list[_blobs.PutResult]:
+            return self.db.run_transaction(lambda conn: _put_stream_many(conn, chunk))
+
+        return [r for rs in run_batches(items, batch, one, on_batch) for r in rs]
 
     def _resolve(self, conn: sa.Connection, ref: str) -> _blobs.BlobRow:
         row = _blobs.lookup(conn, parse_ref(ref))
@@ -349,10 +451,12 @@ class Store:
     # -- artifacts ------------------------------------------------------------------------
     def ingest(
         self,
-        docs: Sequence[Document],
+        docs: Any,
         *,
         options: dict[str, Any] | None = None,
         supplied: Sequence[bytes] = (),
+        batch: int | None = None,
+        on_batch: Callable[[int, int], None] | None = None,
     ) -> IngestReport:
         """Validate and store JSON documents, all in one transaction (all or nothing).
 
@@ -362,21 +466,36 @@ class Store:
         (store/ingest.py does the work.)
 
         Args:
-            docs: the documents.
+            docs: one document — a :class:`Document`, a parsed JSON value (a ``dict``, or a
+                ``list`` as one array document), JSON text as ``bytes``, a ``pathlib.Path`` —
+                or many: a list of Documents, or any iterable (a generator works) of
+                Documents, bytes or paths, streamed (see :func:`evstore.ingest.as_documents`).
             options: kind-specific options (e.g. ``scope`` for fragments).
             supplied: bytes the documents may refer to by SHA-256 (rendered content, fragment
                 sources); stored only when used.
+            batch: None: one transaction. N: one all-or-nothing transaction per N documents
+                (rules that span a call then hold per batch); a failing batch leaves the earlier
+                ones committed and the error says so (``details.committed_batches``).
+            on_batch: called as ``on_batch(batches committed, documents committed)``.
 
         Raises:
+            InputError: ``input.invalid`` (a value of no accepted type, e.g. a ``str``);
             JSONFormError, ContractError, BindingConflict (InputError family);
             StoreStateError (``store.kind-unavailable`` included).
         """
         self._live()
-        return ingest_documents(self.transaction, docs, options=options, supplied=supplied)
+        return ingest_documents(
+            self.transaction,
+            as_documents(docs),
+            options=options,
+            supplied=supplied,
+            batch=batch,
+            on_batch=on_batch,
+        )
 
     def validate(
         self,
-        docs: Sequence[Document],
+        docs: Any,
         *,
         options: dict[str, Any] | None = None,
         supplied: Sequence[bytes] = (),
@@ -384,10 +503,14 @@ class Store:
         """Run every check of :meth:`ingest`, listing all faults; writes nothing.
 
         Bindings are checked against the store as it is (and against earlier documents of the
-        same call). JSON-form faults are listed per document. Never raises an InputError.
+        same call). JSON-form faults are listed per document. ``docs`` as :meth:`ingest`
+        (held in memory: validate lists every fault of the whole call). Raises an InputError
+        only for ``docs`` of no accepted type (``input.invalid``).
         """
         self._live()
-        return validate_documents(self.transaction, docs, options=options, supplied=supplied)
+        return validate_documents(
+            self.transaction, list(as_documents(docs)), options=options, supplied=supplied
+        )
 
     def find(self, name: str, value: str, kind: str | None = None) -> list[ArtifactInfo]:
         """Artifacts whose lookup attribute ``name`` equals ``value`` (docs/kinds.md lists them).
