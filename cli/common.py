@@ -107,7 +107,7 @@ def ingest_options(fn: Any) -> Any:
             help="Stored source document an evidence context is checked against.",
         ),
         digests_option,
-        click.argument("files", nargs=-1, required=True),
+        click.argument("files", nargs=-1, required=False),  # checked by the command
     ]
     for o in reversed(opts):
         fn = o(fn)

@@ -51,6 +51,7 @@ from .ingest import (
     validate_documents,
 )
 from .kinds import check_kind
+from .listing import iter_artifacts, iter_blobs
 from .refs import parse_ref
 from .settings import (
     check_setting_value,
@@ -539,6 +540,46 @@ class Store:
             check_kind(kind)
         with self.db.read() as conn:
             return list_artifacts(conn, kind, attr)
+
+    def iter_artifacts(
+        self,
+        kind: str | None = None,
+        *,
+        attr: tuple[str, str] | None = None,
+        after: str | None = None,
+        limit: int | None = None,
+    ) -> Iterator[ArtifactInfo]:
+        """Stream artifacts in key order (address, then kind), a page of 1000 per query.
+
+        Args:
+            kind: only artifacts of this kind.
+            attr: ``(name, value)``: only artifacts with this lookup attribute.
+            after: a cursor (``blake3:<hex>/<kind>``, :func:`evstore.listing.artifact_cursor`
+                of the last item seen): only artifacts after it.
+            limit: at most this many.
+
+        Raises:
+            InputError: ``kind.unknown``, ``input.invalid`` (a malformed cursor).
+        """
+        self._live()
+        if kind is not None:
+            check_kind(kind)
+        return iter_artifacts(self.db.read, kind, attr, after, limit)
+
+    def iter_blobs(
+        self, *, after: str | None = None, limit: int | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Stream every blob by address: ``{"address", "sha256", "size"}`` (size in bytes).
+
+        Args:
+            after: a cursor (the last blob's ``blake3:<hex>``): only blobs after it.
+            limit: at most this many.
+
+        Raises:
+            InputError: ``input.invalid`` (a malformed cursor).
+        """
+        self._live()
+        return iter_blobs(self.db.read, after, limit)
 
     def warnings(self, ref: str) -> list[dict[str, str]]:
         """Warnings recorded with the artifact at ``ref``."""
