@@ -27,17 +27,17 @@ from .kinds import detect_kind, get_handler
 from .txn import Txn
 
 __all__ = [
-    "STREAM_CHUNK",
     "Document",
     "IngestReport",
     "Parsed",
+    "STREAM_CHUNK",
     "Transact",
     "as_documents",
     "chunked",
     "ingest_documents",
     "one_shot",
-    "run_batches",
     "parse_documents",
+    "run_batches",
     "validate_documents",
 ]
 
