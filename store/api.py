@@ -46,6 +46,7 @@ from .ingest import (
     STREAM_CHUNK,
     as_documents,
     ingest_documents,
+    offset_progress,
     one_shot,
     run_batches,
     validate_documents,
@@ -105,7 +106,9 @@ def _item_bytes(item: Any, index: int) -> bytes | BinaryIO:
     )
 
 
-def _put_stream_many(conn: sa.Connection, items: Iterable[Any]) -> list[_blobs.PutResult]:
+def _put_stream_many(
+    conn: sa.Connection, items: Iterable[Any], progress: Callable[[int], None] | None = None
+) -> list[_blobs.PutResult]:
     """Store ``items`` on ``conn``, a chunk of small ones at a time, large ones streamed."""
     out: list[_blobs.PutResult] = []
     pending: list[bytes] = []
@@ -117,6 +120,8 @@ def _put_stream_many(conn: sa.Connection, items: Iterable[Any]) -> list[_blobs.P
             out.extend(_blobs.put_many(conn, pending))
             pending.clear()
             size = 0
+            if progress is not None:
+                progress(len(out))
 
     for i, item in enumerate(items):
         data = _item_bytes(item, i)
@@ -132,6 +137,8 @@ def _put_stream_many(conn: sa.Connection, items: Iterable[Any]) -> list[_blobs.P
         finally:
             if isinstance(item, os.PathLike):
                 data.close()
+        if progress is not None:
+            progress(len(out))
     flush()
     return out
 
@@ -289,6 +296,7 @@ class Store:
         *,
         batch: int | None = None,
         on_batch: Callable[[int, int], None] | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> list[_blobs.PutResult]:
         """Store many blobs: one transaction (all or nothing), or all-or-nothing batches.
 
@@ -300,6 +308,8 @@ class Store:
             batch: None: one transaction. N: one transaction per N items; a failing batch
                 leaves the earlier ones committed and the error says so.
             on_batch: called as ``on_batch(batches committed, items committed)``.
+            progress: called as ``progress(items done)`` after each chunk written (counting
+                committed batches; for a progress display).
 
         Returns:
             One :class:`~evstore.blobs.PutResult` per item, in order.
@@ -312,12 +322,19 @@ class Store:
         self._live()
         if batch is None:
             take = one_shot(items)
-            return self.db.run_transaction(lambda conn: _put_stream_many(conn, take()))
+            return self.db.run_transaction(lambda conn: _put_stream_many(conn, take(), progress))
+        committed = [0]
 
         def one(chunk: list[Any]) -> list[_blobs.PutResult]:
-            return self.db.run_transaction(lambda conn: _put_stream_many(conn, chunk))
+            tick = offset_progress(progress, committed[0])
+            return self.db.run_transaction(lambda conn: _put_stream_many(conn, chunk, tick))
 
-        return [r for rs in run_batches(items, batch, one, on_batch) for r in rs]
+        def after(batches: int, done: int) -> None:
+            committed[0] = done
+            if on_batch is not None:
+                on_batch(batches, done)
+
+        return [r for rs in run_batches(items, batch, one, after) for r in rs]
 
     def _resolve(self, conn: sa.Connection, ref: str) -> _blobs.BlobRow:
         row = _blobs.lookup(conn, parse_ref(ref))
@@ -458,6 +475,7 @@ class Store:
         supplied: Sequence[bytes] = (),
         batch: int | None = None,
         on_batch: Callable[[int, int], None] | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> IngestReport:
         """Validate and store JSON documents, all in one transaction (all or nothing).
 
@@ -478,6 +496,7 @@ class Store:
                 (rules that span a call then hold per batch); a failing batch leaves the earlier
                 ones committed and the error says so (``details.committed_batches``).
             on_batch: called as ``on_batch(batches committed, documents committed)``.
+            progress: called as ``progress(documents done)`` after each chunk of 500.
 
         Raises:
             InputError: ``input.invalid`` (a value of no accepted type, e.g. a ``str``);
@@ -492,6 +511,7 @@ class Store:
             supplied=supplied,
             batch=batch,
             on_batch=on_batch,
+            progress=progress,
         )
 
     def validate(

@@ -30,11 +30,13 @@ __all__ = [
     "Document",
     "IngestReport",
     "Parsed",
+    "Progress",
     "STREAM_CHUNK",
     "Transact",
     "as_documents",
     "chunked",
     "ingest_documents",
+    "offset_progress",
     "one_shot",
     "parse_documents",
     "run_batches",
@@ -244,16 +246,31 @@ def _write_parsed(parsed: list[Parsed], txn: Txn, report: IngestReport) -> None:
         i += 1
 
 
-def _ingest_work(docs: Iterable[Document], txn: Txn) -> IngestReport:
+#: ``progress(items done)``: called after each chunk of a streamed call (items so far).
+Progress = Callable[[int], None]
+
+
+def offset_progress(progress: Progress | None, base: int) -> Progress | None:
+    """``progress`` counting from ``base`` (the items committed by earlier batches)."""
+    if progress is None:
+        return None
+    return lambda n: progress(base + n)
+
+
+def _ingest_work(
+    docs: Iterable[Document], txn: Txn, progress: Progress | None = None
+) -> IngestReport:
     """Ingest ``docs`` in this transaction, :data:`STREAM_CHUNK` documents at a time.
 
     Within a chunk every document is read (JSON form, kind) before the first is checked;
-    memory holds one chunk's parsed values.
+    memory holds one chunk's parsed values. ``progress(documents done)`` after each chunk.
     """
     report = IngestReport()
     for chunk in chunked(docs, STREAM_CHUNK):
         report.documents += len(chunk)
         _write_parsed(parse_documents(chunk), txn, report)
+        if progress is not None:
+            progress(report.documents)
     unused = txn.unused_supplied()
     if unused:
         raise _unused_error(unused)
@@ -313,6 +330,7 @@ def ingest_documents(
     supplied: Sequence[bytes] = (),
     batch: int | None = None,
     on_batch: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> IngestReport:
     """Validate and store JSON documents: one transaction (all or nothing), or batches.
 
@@ -326,6 +344,8 @@ def ingest_documents(
             must be stored or in the same call) holds per batch.
         on_batch: called as ``on_batch(batches committed, documents committed)`` after each
             committed batch.
+        progress: called as ``progress(documents done)`` after each chunk of
+            :data:`STREAM_CHUNK` (counting committed batches; for a progress display).
 
     Returns:
         The report (``faults`` empty).
@@ -339,16 +359,23 @@ def ingest_documents(
     if batch is None:
         take = one_shot(docs)
         return transaction(  # type: ignore[no-any-return]
-            lambda txn: _ingest_work(take(), txn), options=options, supplied=supplied
+            lambda txn: _ingest_work(take(), txn, progress), options=options, supplied=supplied
         )
+    committed = [0]
 
     def one(chunk: list[Document]) -> IngestReport:
+        tick = offset_progress(progress, committed[0])
         return transaction(  # type: ignore[no-any-return]
-            lambda txn: _ingest_work(chunk, txn), options=options, supplied=supplied
+            lambda txn: _ingest_work(chunk, txn, tick), options=options, supplied=supplied
         )
 
+    def after(batches: int, items: int) -> None:
+        committed[0] = items
+        if on_batch is not None:
+            on_batch(batches, items)
+
     report = IngestReport()
-    for r in run_batches(docs, batch, one, on_batch):
+    for r in run_batches(docs, batch, one, after):
         report.results.extend(r.results)
         report.documents += r.documents
     return report

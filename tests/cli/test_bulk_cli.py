@@ -286,3 +286,47 @@ def test_ls_blobs_pages_and_jsonl(ev, tmp_path):
     assert rows == [out["artifacts"][0]]  # one artifact only: no next_cursor line
     p = ev("--json", "ls", "--blobs", "--after", "bogus")
     assert p.returncode == 1 and _json(p)["error"]["code"] == "input.invalid"
+
+
+def test_interrupt_keeps_committed_batches_and_says_so(tmp_path):
+    import signal
+    import sqlite3
+    import time
+
+    db = tmp_path / "s.db"
+    url = f"sqlite:///{db}"
+    subprocess.run([str(EXE), "--store", url, "init"], check=True, capture_output=True, timeout=60)
+    paths = []
+    for i in range(2):
+        p = tmp_path / f"f{i}"
+        p.write_bytes(b"batch %d" % i)
+        paths.append(p)
+    proc = subprocess.Popen(
+        [str(EXE), "--store", url, "put", "--stdin-paths", "--batch", "1"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(b"".join(f"{p}\n".encode() for p in paths))
+        proc.stdin.flush()  # stdin stays open: the command waits for more paths
+        deadline = time.monotonic() + 60
+        count = 0
+        while time.monotonic() < deadline:
+            with sqlite3.connect(db) as c:
+                count = c.execute("SELECT count(*) FROM blobs").fetchone()[0]
+            if count == 2:
+                break
+            time.sleep(0.1)
+        assert count == 2
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode != 0
+    assert b"interrupted: 2 batch(es) committed (2 files)" in err and b"Traceback" not in err
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT count(*) FROM blobs").fetchone()[0] == 2

@@ -127,3 +127,16 @@ def test_listing_pages_are_stable(store):
     assert list(store.iter_artifacts("fragment")) == []
     with pytest.raises(evstore.InputError):
         list(store.iter_blobs(after="blake3:zz"))
+
+
+def test_progress_counts_items_across_chunks_and_batches(store, monkeypatch):
+    monkeypatch.setattr(ingest_mod, "STREAM_CHUNK", 2)
+    ticks: list[int] = []
+    store.ingest((Document(b"[%d]" % i) for i in range(5)), progress=ticks.append)
+    assert ticks == [2, 4, 5]
+    ticks.clear()
+    store.ingest((Document(b"[%d]" % (i + 10)) for i in range(5)), batch=3, progress=ticks.append)
+    assert ticks == [2, 3, 5]  # batch 1: chunks of 2 and 1; batch 2 counts on from 3
+    ticks.clear()
+    store.put_many((b"t%d" % i for i in range(5)), batch=2, progress=ticks.append)
+    assert ticks[-1] == 5 and ticks == sorted(ticks)
