@@ -11,7 +11,7 @@ import click
 import evstore
 
 from .batch import bulk_options, check_args, expand_paths, interrupted_note
-from .common import Ctx, emit, ingest_options, open_store, pass_ctx, read_input
+from .common import Ctx, at_pointer, emit, ingest_options, open_store, pass_ctx, read_input
 
 #: Files a directory contributes to ingest/validate unless --include says otherwise.
 DEFAULT_INCLUDE = ("*.json",)
@@ -81,7 +81,7 @@ def _ingest_human(digests: bool) -> Any:
             if digests:
                 click.echo(f"  sha256:{res.digest.sha256}\n  sha256:{res.digest.sha256_b64u}")
             for w in res.warnings:
-                click.echo(f"  warning: {w.code} at {w.pointer or '/'}: {w.message}")
+                click.echo(f"  warning: {w.code} {at_pointer(w.pointer)}: {w.message}")
 
     return human
 
@@ -112,6 +112,10 @@ def ingest(
     store when missing. With --batch N every N documents are one transaction: rules that
     span the command (every --content used, an envelope's package stored or in the same
     call) hold per batch, and a failing batch leaves the earlier ones committed and says so.
+
+    Fragment offsets (start_offset, end_offset) are UTF-8 byte offsets into the source bytes
+    (--source, or ingest-source), never character counts; the end is exclusive: the quote is
+    bytes [start_offset, end_offset).
 
     Exit codes: 0 stored; 1 rejected (nothing written; with --batch: nothing of the failing
     batch or after) or store error; 2 usage.
@@ -147,12 +151,12 @@ def ingest(
 
 def _validate_human(r: Any) -> None:
     for f in r.faults:
-        click.echo(f"{f.path or '-'}: {f.code} at {f.pointer or '/'}: {f.message}")
+        click.echo(f"{f.path or '-'}: {f.code} {at_pointer(f.pointer)}: {f.message}")
         if f.rule:
             click.echo(f"  rule: {f.rule}")
     for res in r.results:
         for w in res.warnings:
-            click.echo(f"warning: {res.kind} {w.code} at {w.pointer or '/'}: {w.message}")
+            click.echo(f"warning: {res.kind} {w.code} {at_pointer(w.pointer)}: {w.message}")
     if r.ok:
         click.echo(f"valid: {r.documents} document(s)")
 

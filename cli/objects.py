@@ -18,6 +18,7 @@ from .batch import bulk_options, check_args, expand_paths, interrupted_note, std
 from .batch import register as register_batch
 from .common import (
     Ctx,
+    at_pointer,
     digest_lines,
     digests_option,
     emit,
@@ -151,7 +152,7 @@ def _stat_human(digests: bool) -> Any:
         for a in x["artifacts"]:
             click.echo(f"artifact: {a['kind']} {a['contract_version']} accepted {a['accepted_at']}")
         for w in x.get("warnings", []):
-            click.echo(f"warning: {w['code']} at {w['pointer'] or '/'}: {w['message']}")
+            click.echo(f"warning: {w['code']} {at_pointer(w['pointer'])}: {w['message']}")
 
     return human
 
@@ -210,7 +211,7 @@ def _find_human(x: dict[str, Any]) -> None:
     for r in x["artifacts"]:
         click.echo(f"{r['address']}  {r['kind']}  {r['accepted_at']}")
         for w in r.get("warnings", []):
-            click.echo(f"  warning: {w['code']} at {w['pointer'] or '/'}: {w['message']}")
+            click.echo(f"  warning: {w['code']} {at_pointer(w['pointer'])}: {w['message']}")
 
 
 @click.command()
