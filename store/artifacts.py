@@ -9,6 +9,7 @@ an empty evidence context and an empty JSON array).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .blobs import insert_ignore, put_many
+from .blobs import insert_ignore, insert_returning, put_many
 from .digests import Digest
 from .errors import EvstoreError
 from .tables import artifacts, attrs, blobs, edges, warnings
@@ -212,7 +213,14 @@ def put_artifacts(
                 "message": w.message,
             }
         results.append(ArtifactResult(put.digest, kind, is_new, tuple(item_warnings)))
-    insert_ignore(conn, artifacts, new_rows)
+    # "new" is what this insert wrote (a concurrent writer of the same artifact may have won
+    # since the SELECT above): exactly one of them is told new, on both backends.
+    written = {k[0] for k in insert_returning(conn, artifacts, new_rows)}
+    if len(written) != len(new_rows):
+        results = [
+            dataclasses.replace(r, new=False) if r.new and r.digest.blake3 not in written else r
+            for r in results
+        ]
     insert_ignore(conn, edges, list(edge_map.values()))
     insert_ignore(conn, attrs, list(attr_map.values()))
     insert_ignore(conn, warnings, list(warn_map.values()))

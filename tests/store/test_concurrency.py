@@ -142,3 +142,51 @@ def test_bulk_writers_of_one_batch_in_different_orders(store_url):
         with s.db.engine.connect() as conn:
             n_blobs = conn.execute(sa.select(sa.func.count()).select_from(blobs)).scalar()
     assert n_blobs == 1200
+
+
+SAME_NEW = r"""
+import json, sys, time
+import evstore
+from evstore import Document
+
+url, start = sys.argv[1], float(sys.argv[2])
+big = 3 * (1 << 20) // 2  # chunked: over the 1 MiB inline limit
+out = {}
+with evstore.open(url) as s:
+    s.put(b"warm the connection")
+    for r in range(3):
+        time.sleep(max(0.0, start + 0.4 * r - time.time()))
+        out[f"put-inline-{r}"] = s.put(b"same inline %d" % r).new
+        out[f"put-chunked-{r}"] = s.put(bytes([r]) * big).new
+        many = s.put_many([b"many a %d" % r, b"many b %d" % r, b"many a %d" % r])
+        out[f"many-a-{r}"] = many[0].new
+        out[f"many-b-{r}"] = many[1].new
+        assert many[2].new is False
+        rep = s.ingest([Document(b'{"same document": %d}' % r)])
+        out[f"ingest-{r}"] = rep.results[0].new
+print(json.dumps(out))
+"""
+
+
+def test_six_processes_putting_the_same_new_bytes_one_is_told_new(store_url):
+    """put, put_many, ingest; inline and chunked: exactly one caller is told ``new``."""
+    import time
+
+    start = time.time() + 4.0  # every process is up and connected before the first round
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", SAME_NEW, store_url, str(start)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
+    outs = []
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=120)
+        assert p.returncode == 0, stderr
+        outs.append(json.loads(stdout.strip().splitlines()[-1]))
+    for name in outs[0]:
+        told = [o[name] for o in outs]
+        assert told.count(True) == 1, (name, told)
