@@ -92,23 +92,30 @@ class ArtifactInfo:
     """An artifact index row.
 
     Address (``blake3:...``), kind, contract version, accepted_at (ISO 8601), size in bytes.
+    ``damage`` is None for a sound entry, or the ``check`` code of the damage a listing can
+    see without reading bytes (``check.artifact-without-blob``: the index row's blob row is
+    missing; ``size`` is then None). Listings show such an entry instead of hiding it.
     """
 
     address: str
     kind: str
     contract_version: str
     accepted_at: str
-    size: int
+    size: int | None
+    damage: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
+        """JSON-ready form (``damage`` only when there is damage)."""
+        out: dict[str, Any] = {
             "address": self.address,
             "kind": self.kind,
             "contract_version": self.contract_version,
             "accepted_at": self.accepted_at,
             "size": self.size,
         }
+        if self.damage is not None:
+            out["damage"] = self.damage
+        return out
 
 
 def put_artifact(
@@ -267,14 +274,18 @@ def iso_utc(t: Any) -> str:
 
 
 def _info_query() -> Any:
-    """The columns of :class:`ArtifactInfo`: artifacts joined with their blob's size."""
+    """The columns of :class:`ArtifactInfo`: artifacts joined with their blob's size.
+
+    An outer join: an artifact whose blob row is missing is listed (size NULL) as damaged,
+    never silently dropped (``check`` reports it as ``check.artifact-without-blob``).
+    """
     return sa.select(
         artifacts.c.address,
         artifacts.c.kind,
         artifacts.c.contract_version,
         artifacts.c.accepted_at,
         blobs.c.size,
-    ).join(blobs, blobs.c.address == artifacts.c.address)
+    ).outerjoin(blobs, blobs.c.address == artifacts.c.address)
 
 
 def _with_attr(q: Any, name: str, value: str) -> Any:
@@ -287,7 +298,12 @@ def _with_attr(q: Any, name: str, value: str) -> Any:
 def _infos(conn: Connection, q: Any) -> list[ArtifactInfo]:
     return [
         ArtifactInfo(
-            "blake3:" + r.address, r.kind, r.contract_version, iso_utc(r.accepted_at), int(r.size)
+            "blake3:" + r.address,
+            r.kind,
+            r.contract_version,
+            iso_utc(r.accepted_at),
+            None if r.size is None else int(r.size),
+            "check.artifact-without-blob" if r.size is None else None,
         )
         for r in conn.execute(q.order_by(artifacts.c.accepted_at, artifacts.c.address))
     ]

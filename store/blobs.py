@@ -206,14 +206,6 @@ def lookup_sha256_all(conn: Connection, sha256_hex: str) -> list[BlobRow]:
     return [_row(r) for r in conn.execute(sa.select(*cols).where(blobs.c.sha256 == sha256_hex))]
 
 
-def _corrupt(address: str, why: str) -> CorruptionError:
-    return CorruptionError(
-        f"stored bytes of blake3:{address} do not match their address ({why}); not served",
-        code="corruption.digest" if "digest" in why else "corruption.size",
-        details={"address": "blake3:" + address},
-    )
-
-
 def _iter_raw(conn: Connection, address: str) -> Iterator[bytes]:
     r = conn.execute(
         sa.select(blobs.c.data, blobs.c.chunk_set).where(blobs.c.address == address)
@@ -250,19 +242,38 @@ def _compare(row: BlobRow, got: Digest) -> CorruptionError | None:
 
     The SHA-256 is checked too because lookups by ``sha256:`` refs go through the indexed
     column: a tampered column must not make other bytes answer for that digest.
+
+    The error's details name both sides: ``address``, ``expected_sha256`` and
+    ``expected_size`` (the index row), ``found_blake3``, ``found_sha256`` and ``found_size``
+    (the bytes actually stored: size in bytes, digests as ``blake3:``/``sha256:`` refs).
     """
-    if got.size != row.digest.size:
-        return _corrupt(row.digest.blake3, f"size {got.size} != {row.digest.size}")
-    if got.blake3 != row.digest.blake3:
-        return _corrupt(row.digest.blake3, "digest mismatch")
-    if got.sha256 != row.digest.sha256:
+    want = row.digest
+    if got == want:
+        return None
+    details = {
+        "address": want.address,
+        "expected_sha256": "sha256:" + want.sha256,
+        "expected_size": want.size,
+        "found_blake3": got.address,
+        "found_sha256": "sha256:" + got.sha256,
+        "found_size": got.size,
+    }
+    if got.size != want.size:
+        code, why = "corruption.size", f"size {got.size} != {want.size}"
+    elif got.blake3 != want.blake3:
+        code, why = "corruption.digest", f"digest mismatch: the bytes found hash to {got.address}"
+    else:
         return CorruptionError(
-            f"the SHA-256 recorded for blake3:{row.digest.blake3} does not match its bytes;"
-            " not served",
+            f"the SHA-256 recorded for {want.address} does not match its bytes"
+            f" (they hash to sha256:{got.sha256}); not served",
             code="corruption.sha256-index",
-            details={"address": "blake3:" + row.digest.blake3},
+            details=details,
         )
-    return None
+    return CorruptionError(
+        f"stored bytes of {want.address} do not match their address ({why}); not served",
+        code=code,
+        details=details,
+    )
 
 
 def read_verified(conn: Connection, row: BlobRow) -> bytes:
