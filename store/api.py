@@ -254,6 +254,7 @@ class Store:
         """
         from .db import database_errors
 
+        self.db.check_identity()
         mark = "?" if self.db.backend == "sqlite" else "%s"
         db_errors = database_errors()
         try:
