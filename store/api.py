@@ -185,7 +185,9 @@ class Store:
             return result
 
         try:
-            return self.db.run_transaction(run)
+            # An ingest writes rows statement by statement in document order: on PostgreSQL
+            # concurrent ingests of overlapping documents would deadlock, so they queue.
+            return self.db.run_transaction(run, serialize=True)
         except _Rollback as rb:
             return rb.payload
 

@@ -62,6 +62,8 @@ __all__ = [
 BUSY_TIMEOUT_MS = 30_000
 #: How many times :meth:`Database.run_transaction` runs a transaction that meets contention.
 RETRIES = 20
+#: The PostgreSQL advisory lock a retried write transaction holds (see run_transaction).
+_RETRY_LOCK = 7403012512
 #: No retry starts after this many seconds since the first attempt (then ``store.busy``).
 RETRY_BUDGET_S = 120.0
 
@@ -573,7 +575,7 @@ class Database:
             )
 
     # -- transactions ---------------------------------------------------------------------
-    def run_transaction(self, work: Callable[[Connection], T]) -> T:
+    def run_transaction(self, work: Callable[[Connection], T], *, serialize: bool = False) -> T:
         """Run ``work(conn)`` in one transaction, retrying when the backend reports contention.
 
         ``work`` must be repeatable: it is called again from the start after a rollback.
@@ -590,16 +592,24 @@ class Database:
         """
         deadline = time.monotonic() + RETRY_BUDGET_S
         attempt = 0
+        serialize = serialize and self.backend == "postgresql"
         while True:
             attempt += 1
             try:
                 with self.engine.begin() as conn:
+                    if serialize:
+                        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_RETRY_LOCK})")
                     return work(conn)
             except Exception as exc:
                 fault = classify(exc)
                 if fault is None:
                     raise
                 if fault.retryable and attempt < RETRIES and time.monotonic() < deadline:
+                    # On PostgreSQL a transaction that met a deadlock or a serialization
+                    # failure runs again holding the store's retry lock: retried writers
+                    # queue behind each other instead of deadlocking again (a multi-statement
+                    # ingest writes keys in document order, which no sort can make global).
+                    serialize = self.backend == "postgresql"
                     time.sleep(_backoff(attempt))
                     continue
                 raise translate(exc, self.display_url) from exc
