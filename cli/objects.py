@@ -209,7 +209,8 @@ def _criterion(named: dict[str, str | None], attr: str | None) -> tuple[str, str
 
 def _find_human(x: dict[str, Any]) -> None:
     for r in x["artifacts"]:
-        click.echo(f"{r['address']}  {r['kind']}  {r['accepted_at']}")
+        damage = f"  DAMAGED:{r['damage']}" if r.get("damage") else ""
+        click.echo(f"{r['address']}  {r['kind']}  {r['accepted_at']}{damage}")
         for w in r.get("warnings", []):
             click.echo(f"  warning: {w['code']} {at_pointer(w['pointer'])}: {w['message']}")
 
@@ -366,7 +367,8 @@ def _blobs_human(x: dict[str, Any]) -> None:
 
 def _ls_human(x: dict[str, Any]) -> None:
     for r in x["artifacts"]:
-        click.echo(f"{r['address']}  {r['kind']}  {r['size']}  {r['accepted_at']}")
+        size = r["size"] if r.get("damage") is None else f"DAMAGED:{r['damage']}"
+        click.echo(f"{r['address']}  {r['kind']}  {size}  {r['accepted_at']}")
 
 
 #: The commands of this area, as registered on the ``evstore`` group.

@@ -327,6 +327,8 @@ _TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
      "the store cannot be written (a read-only file, folder, mount or transaction)"),
     ("store.kind-unavailable", "store", "",
      "the handler of a kind cannot be loaded in this installation (a dependency is missing)"),
+    ("store.replaced", "store", "",
+     "the SQLite store file was deleted or replaced while the process had it open"),
     ("store.database", "store", "", "another database error"),
     # -- templiqx v1alpha1 evidence fragments
     ("fragment.shape", "contract", "templiqx-evidence-fragment-v1alpha1#fragment-shape",
