@@ -43,7 +43,7 @@ from .digests import Digest, blake3_hex
 from .digests import digest_bytes as digest_from
 from .errors import EvstoreError, NotFound, error
 from .ingest import ingest_documents, validate_documents
-from .kinds import check_kind
+from .kinds import check_kind, lookup_value
 from .refs import parse_ref
 from .settings import (
     check_setting_value,
@@ -392,14 +392,19 @@ class Store:
     def find(self, name: str, value: str, kind: str | None = None) -> list[ArtifactInfo]:
         """Artifacts whose lookup attribute ``name`` equals ``value`` (docs/kinds.md lists them).
 
-        Example: ``find("manifest_ref", "corpus-evidence-manifest:sha256:...")``.
+        Example: ``find("manifest_ref", "corpus-evidence-manifest:sha256:...")``. A digest
+        attribute takes any unambiguous spelling (:func:`evstore.kinds.lookup_value`); values
+        are compared whole, whatever their length.
 
         Raises:
-            InputError: ``kind.unknown``. StoreStateError: ``store.kind-unavailable``.
+            InputError: ``kind.unknown``; a digest attribute's format code
+                (``fragment.digest-format``, ``ref.syntax``); ``input.invalid`` for U+0000.
+            StoreStateError: ``store.kind-unavailable``.
         """
         self._live()
         if kind is not None:
             check_kind(kind)
+        value = lookup_value(name, value)  # a digest's one stored spelling, or its format code
         with self.db.read() as conn:
             return find_artifacts(conn, name, value, kind)
 

@@ -97,6 +97,7 @@ import jsonschema_rs
 from .canonical import dumps, loads
 from .digests import b64u_to_hex, hex_to_b64u, sha256_b64u
 from .errors import EvstoreError, Faults, JSONFormError, error, join_pointer
+from .near import near_member, spelling
 from .settings import setting
 
 __all__ = [
@@ -222,9 +223,25 @@ def detect(doc: Any) -> str | None:
 
     Returns:
         ``"manifest"`` for ``{"schema": "corpus-passage-evidence-manifest.v1", ...}``, whatever
-        else it holds (validation reports the rest); None for anything else.
+        else it holds (validation reports the rest), and for a near miss of that discriminator
+        (docs/kinds.md#near-misses): a member named near ``schema`` whose string value, spelt
+        as :func:`evstore.near.spelling` reads it, starts with
+        ``corpuspassageevidencemanifest`` (another version such as ``.v2``, other case or
+        separators). Validation then rejects a near miss with ``manifest.schema`` at its
+        pointer. None for anything else.
     """
-    return KIND if isinstance(doc, dict) and doc.get("schema") == SCHEMA_NAME else None
+    if not isinstance(doc, dict):
+        return None
+    if doc.get("schema") == SCHEMA_NAME:
+        return KIND
+    found = near_member(doc, "schema")
+    if found is not None and isinstance(found[1], str) and spelling(found[1]).startswith(_NEAR):
+        return KIND
+    return None
+
+
+#: The spelling (:func:`evstore.near.spelling`) every version of the discriminator starts with.
+_NEAR = spelling(SCHEMA_NAME.rsplit(".", 1)[0])
 
 
 def load_schema() -> dict[str, Any]:
