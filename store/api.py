@@ -435,7 +435,9 @@ class Store:
         return loads(self.get(ref))
 
     # -- check ----------------------------------------------------------------------------
-    def check(self, progress: Progress | None = None) -> Iterator[EvstoreError]:
+    def check(
+        self, progress: Progress | None = None, warnings: list[dict[str, str]] | None = None
+    ) -> Iterator[EvstoreError]:
         """Re-verify the whole store, yielding every fault (never stopping at the first).
 
         Re-hashes every blob (size and BLAKE3, SHA-256 index), then re-reads every artifact:
@@ -444,13 +446,15 @@ class Store:
 
         Args:
             progress: called as ``progress(done, total)`` after each object.
+            warnings: when given, the kinds' audit warnings (not faults) are appended to it,
+                as dicts like :meth:`recorded_warnings` (docs/kinds.md#a-forced-json-kind).
 
         Yields:
             CorruptionError (``corruption.*``, ``check.*``), ``store.kind-unavailable`` and the
             kinds' own errors, each with ``details["address"]``.
         """
         self._live()
-        return check_store(self.db, progress)
+        return check_store(self.db, progress, warnings)
 
     def recorded_warnings(self) -> list[dict[str, str]]:
         """Every warning recorded with an accepted artifact (not faults: shown by ``check``).

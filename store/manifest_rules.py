@@ -222,25 +222,19 @@ def detect(doc: Any) -> str | None:
         doc: a parsed JSON value.
 
     Returns:
-        ``"manifest"`` for ``{"schema": "corpus-passage-evidence-manifest.v1", ...}``, whatever
-        else it holds (validation reports the rest), and for a near miss of that discriminator
-        (docs/kinds.md#near-misses): a member named near ``schema`` whose string value, spelt
-        as :func:`evstore.near.spelling` reads it, starts with
-        ``corpuspassageevidencemanifest`` (another version such as ``.v2``, other case or
-        separators). Validation then rejects a near miss with ``manifest.schema`` at its
-        pointer. None for anything else.
+        ``"manifest"`` for ``{"schema": "corpus-passage-evidence-manifest.v1", ...}`` whatever
+        else it holds (validation reports the rest), and for a near miss (docs/kinds.md): a
+        member near ``schema`` whose value is near ``corpus-passage-evidence-manifest`` plus
+        anything (``.v2``), then rejected with ``manifest.schema``. None for anything else.
     """
     if not isinstance(doc, dict):
         return None
-    if doc.get("schema") == SCHEMA_NAME:
-        return KIND
     found = near_member(doc, "schema")
-    if found is not None and isinstance(found[1], str) and spelling(found[1]).startswith(_NEAR):
-        return KIND
-    return None
+    value = found[1] if found is not None else None
+    near = isinstance(value, str) and spelling(value).startswith(_NEAR)
+    return KIND if value == SCHEMA_NAME or near else None
 
 
-#: The spelling (:func:`evstore.near.spelling`) every version of the discriminator starts with.
 _NEAR = spelling(SCHEMA_NAME.rsplit(".", 1)[0])
 
 

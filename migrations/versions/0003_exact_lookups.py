@@ -11,10 +11,10 @@ cut one, so its artifact's stored JSON is read and every string in it that is lo
 starts with that value is taken as the full value (one row each, same name); a cut value
 whose artifact yields none is kept as it is.
 
-Digest columns get checks for new rows (64 lowercase hex): on PostgreSQL ``CHECK ... NOT
-VALID`` constraints, on SQLite ``BEFORE INSERT``/``BEFORE UPDATE`` triggers (SQLite cannot add
-a constraint to a table in place). Neither re-judges rows already stored, so a store with a
-damaged row still migrates and ``evstore check`` reports the damage.
+Digest columns get checks (64 lowercase hex): on PostgreSQL ``CHECK`` constraints (``NOT
+VALID`` where a stored row already breaks it), on SQLite ``BEFORE INSERT``/``BEFORE UPDATE``
+triggers (SQLite cannot add a constraint to a table in place). A store with a damaged row
+still migrates, and ``evstore check`` reports the damage.
 
 Revision ID: 0003
 Revises: 0002
@@ -138,9 +138,14 @@ def _add_checks(conn: Any) -> None:
     for table, column in DIGEST_COLUMNS:
         name = _check_name(table, column)
         if conn.dialect.name == "postgresql":
+            rule = f"{column} ~ '^[0-9a-f]{{64}}$'"
+            damaged = conn.execute(
+                sa.text(f"SELECT 1 FROM {table} WHERE NOT ({rule}) LIMIT 1")
+            ).first()
+            # A damaged row is left for `evstore check` to report: NOT VALID then.
             op.execute(
-                f"ALTER TABLE {table} ADD CONSTRAINT {name} "
-                f"CHECK ({column} ~ '^[0-9a-f]{{64}}$') NOT VALID"
+                f"ALTER TABLE {table} ADD CONSTRAINT {name} CHECK ({rule})"
+                + (" NOT VALID" if damaged else "")
             )
             continue
         bad = f"length(NEW.{column}) != 64 OR NEW.{column} GLOB '*[^0-9a-f]*'"

@@ -157,10 +157,19 @@ def test_store_holding_a_claimed_json_document_opens_and_passes_check(store_url)
 
             put_artifact(conn, "json", "rfc8785", canonical)
     with evstore.open(store_url) as s:
-        assert [a.kind for a in s.ls()] == ["json"]
-        assert list(s.check()) == []
+        [stored] = s.ls()
+        assert stored.kind == "json"
+        warnings: list[dict[str, str]] = []
+        assert list(s.check(warnings=warnings)) == []
+        assert [(w["code"], w["address"]) for w in warnings] == [("kind.claimed", stored.address)]
+        assert s.load(stored.address) == json.loads(canonical)  # still read
     audit = get_handler("json").audit(json.loads(canonical), "0" * 64, None)
     assert [w.code for w in audit.warnings] == ["kind.claimed"] and not audit.errors
+    r = CliRunner().invoke(cli, ["--store", store_url, "--json", "check"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["ok"] is True and out["faults"] == []
+    assert [w["code"] for w in out["warnings"]] == ["kind.claimed"]
 
 
 def test_claiming_kind_leaves_plain_documents_alone():
