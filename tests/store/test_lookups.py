@@ -318,3 +318,23 @@ def test_migration_0003_downgrades_and_upgrades_again(empty_url):
         assert [a.address for a in s.find("source_id", LONG_SOURCE)] == [address]
         assert list(s.check()) == []
     db.dispose()
+
+
+def test_store_with_a_damaged_digest_row_still_migrates_and_check_reports_it(empty_url):
+    from evstore.blobs import put_many
+
+    db = _store_at(empty_url, "0002")
+    with db.engine.begin() as conn:
+        address = put_many(conn, [b"damaged later"])[0].digest.blake3
+        conn.execute(sa.text("UPDATE blobs SET sha256 = upper(sha256)"))
+    assert db.migrate() == ("0002", head_revision())
+    with evstore.open(empty_url) as s:
+        faults = list(s.check())
+    assert [f.details.get("address") for f in faults] == ["blake3:" + address]
+    assert faults[0].code.startswith("corruption.")
+    with pytest.raises(sa.exc.IntegrityError), db.engine.begin() as conn:  # new rows are checked
+        conn.execute(
+            sa.text("INSERT INTO edges (src, role, dst) VALUES (:s, 'r', :d)"),
+            {"s": "B" * 64, "d": "0" * 64},
+        )
+    db.dispose()
