@@ -114,6 +114,15 @@ def ingest_options(fn: Any) -> Any:
     return fn
 
 
+def at_pointer(pointer: str) -> str:
+    """Where a fault is, for people: ``"at /a/0"``; the root ``""`` is ``"at the document root"``.
+
+    RFC 6901 reads ``"/"`` as the member named ``""``, so the root is never written that way
+    (the same phrase as :class:`evstore.EvstoreError`'s ``str``).
+    """
+    return f"at {pointer}" if pointer else "at the document root"
+
+
 def digest_lines(d: dict[str, Any], with_digests: bool) -> str:
     """The address of a digest-forms dict, then (``with_digests``) its two SHA-256 forms."""
     lines = [str(d["address"])]

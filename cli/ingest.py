@@ -9,7 +9,7 @@ import click
 
 import evstore
 
-from .common import Ctx, emit, ingest_options, open_store, pass_ctx, read_input
+from .common import Ctx, at_pointer, emit, ingest_options, open_store, pass_ctx, read_input
 
 __all__ = ["COMMANDS", "collect", "ingest", "register", "validate"]
 
@@ -63,7 +63,7 @@ def _ingest_human(digests: bool) -> Any:
             if digests:
                 click.echo(f"  sha256:{res.digest.sha256}\n  sha256:{res.digest.sha256_b64u}")
             for w in res.warnings:
-                click.echo(f"  warning: {w.code} at {w.pointer or '/'}: {w.message}")
+                click.echo(f"  warning: {w.code} {at_pointer(w.pointer)}: {w.message}")
 
     return human
 
@@ -89,6 +89,10 @@ def ingest(
     bindings. Ingesting an identical artifact again succeeds (new: false). Creates the
     store when missing.
 
+    Fragment offsets (start_offset, end_offset) are UTF-8 byte offsets into the source bytes
+    (--source, or ingest-source), never character counts; the end is exclusive: the quote is
+    bytes [start_offset, end_offset).
+
     Exit codes: 0 stored; 1 rejected (nothing written) or store error; 2 usage.
     """
     docs, options, supplied = collect(
@@ -108,12 +112,12 @@ def ingest(
 
 def _validate_human(r: Any) -> None:
     for f in r.faults:
-        click.echo(f"{f.path or '-'}: {f.code} at {f.pointer or '/'}: {f.message}")
+        click.echo(f"{f.path or '-'}: {f.code} {at_pointer(f.pointer)}: {f.message}")
         if f.rule:
             click.echo(f"  rule: {f.rule}")
     for res in r.results:
         for w in res.warnings:
-            click.echo(f"warning: {res.kind} {w.code} at {w.pointer or '/'}: {w.message}")
+            click.echo(f"warning: {res.kind} {w.code} {at_pointer(w.pointer)}: {w.message}")
     if r.ok:
         click.echo(f"valid: {r.documents} document(s)")
 

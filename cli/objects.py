@@ -13,6 +13,7 @@ import evstore
 
 from .common import (
     Ctx,
+    at_pointer,
     digest_lines,
     digests_option,
     emit,
@@ -83,7 +84,7 @@ def _stat_human(digests: bool) -> Any:
         for a in x["artifacts"]:
             click.echo(f"artifact: {a['kind']} {a['contract_version']} accepted {a['accepted_at']}")
         for w in x.get("warnings", []):
-            click.echo(f"warning: {w['code']} at {w['pointer'] or '/'}: {w['message']}")
+            click.echo(f"warning: {w['code']} {at_pointer(w['pointer'])}: {w['message']}")
 
     return human
 
@@ -134,7 +135,7 @@ def _find_human(x: dict[str, Any]) -> None:
     for r in x["artifacts"]:
         click.echo(f"{r['address']}  {r['kind']}  {r['accepted_at']}")
         for w in r.get("warnings", []):
-            click.echo(f"  warning: {w['code']} at {w['pointer'] or '/'}: {w['message']}")
+            click.echo(f"  warning: {w['code']} {at_pointer(w['pointer'])}: {w['message']}")
 
 
 @click.command()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .artifacts import ArtifactResult, Document, IngestReport
-from .canonical import loads_canonical
+from .canonical import loads, loads_canonical
 from .errors import EvstoreError, Faults, InputError, error
 from .kinds import detect_kind, get_handler
 from .txn import Txn
@@ -60,7 +60,9 @@ def parse_documents(docs: Sequence[Document]) -> list[Parsed]:
         try:
             value, canonical = loads_canonical(d.data)
             kind = d.kind or detect_kind(value)
-            get_handler(kind)
+            if getattr(get_handler(kind), "number_tokens", False):
+                # The kind's rules need to see 10.0 as written (canonical bytes unchanged).
+                value = loads(d.data, number_tokens=True)
         except EvstoreError as err:
             err.path = d.name
             raise
@@ -180,8 +182,11 @@ def _validate_work(parsed: list[Parsed], report: IngestReport, txn: Txn) -> None
                 txn.faults.append(err)
         for f in txn.faults[before:]:
             f.path = f.path or p.doc.name
+    # Bytes a failing document would have used are never read (its checks stop at the first
+    # failing stage), so unused bytes are a fault only when no document failed: otherwise it
+    # would be reported although the caller supplied exactly the right bytes.
     unused = txn.unused_supplied()
-    if unused:
+    if unused and not txn.faults and not report.faults:
         txn.faults.append(_unused_error(unused))
 
 
@@ -195,7 +200,8 @@ def validate_documents(
     """Run every check of :func:`ingest_documents`, listing all faults; writes nothing.
 
     Bindings are checked against the store as it is (and against earlier documents of the
-    same call). JSON-form and kind faults are listed per document. Never raises an
+    same call). JSON-form and kind faults are listed per document; ``input.unused-content``
+    only when no document has a fault (a failing document never reads its bytes). Never raises an
     InputError; ``store.kind-unavailable`` and other store errors are raised.
     """
     report = IngestReport(documents=len(docs))
