@@ -103,12 +103,13 @@ def check(ctx: Ctx) -> None:
             click.echo(f"\rchecked {done}/{total}", err=True, nl=done == total)
 
     faults = []
+    audit_warnings: list[dict[str, str]] = []
     with open_store(ctx) as store:
-        for f in store.check(progress=progress):
+        for f in store.check(progress=progress, warnings=audit_warnings):
             faults.append(f)
             if not ctx.json:
                 _print_fault(f)
-        warns = store.recorded_warnings()
+        warns = store.recorded_warnings() + audit_warnings
     if ctx.json:
         click.echo(
             json.dumps(

@@ -51,7 +51,7 @@ from .ingest import (
     run_batches,
     validate_documents,
 )
-from .kinds import check_kind
+from .kinds import check_kind, lookup_value
 from .listing import iter_artifacts, iter_blobs
 from .refs import parse_ref
 from .settings import (
@@ -547,14 +547,19 @@ class Store:
     def find(self, name: str, value: str, kind: str | None = None) -> list[ArtifactInfo]:
         """Artifacts whose lookup attribute ``name`` equals ``value`` (docs/kinds.md lists them).
 
-        Example: ``find("manifest_ref", "corpus-evidence-manifest:sha256:...")``.
+        Example: ``find("manifest_ref", "corpus-evidence-manifest:sha256:...")``. A digest
+        attribute takes any unambiguous spelling (:func:`evstore.kinds.lookup_value`); values
+        are compared whole, whatever their length.
 
         Raises:
-            InputError: ``kind.unknown``. StoreStateError: ``store.kind-unavailable``.
+            InputError: ``kind.unknown``; a digest attribute's format code
+                (``fragment.digest-format``, ``ref.syntax``); ``input.invalid`` for U+0000.
+            StoreStateError: ``store.kind-unavailable``.
         """
         self._live()
         if kind is not None:
             check_kind(kind)
+        value = lookup_value(name, value)  # a digest's one stored spelling, or its format code
         with self.db.read() as conn:
             return find_artifacts(conn, name, value, kind)
 
@@ -630,7 +635,9 @@ class Store:
         return loads(self.get(ref))
 
     # -- check ----------------------------------------------------------------------------
-    def check(self, progress: Progress | None = None) -> Iterator[EvstoreError]:
+    def check(
+        self, progress: Progress | None = None, warnings: list[dict[str, str]] | None = None
+    ) -> Iterator[EvstoreError]:
         """Re-verify the whole store, yielding every fault (never stopping at the first).
 
         Re-hashes every blob (size and BLAKE3, SHA-256 index), then re-reads every artifact:
@@ -639,13 +646,15 @@ class Store:
 
         Args:
             progress: called as ``progress(done, total)`` after each object.
+            warnings: when given, the kinds' audit warnings (not faults) are appended to it,
+                as dicts like :meth:`recorded_warnings` (docs/kinds.md#a-forced-json-kind).
 
         Yields:
             CorruptionError (``corruption.*``, ``check.*``), ``store.kind-unavailable`` and the
             kinds' own errors, each with ``details["address"]``.
         """
         self._live()
-        return check_store(self.db, progress)
+        return check_store(self.db, progress, warnings)
 
     def recorded_warnings(self) -> list[dict[str, str]]:
         """Every warning recorded with an accepted artifact (not faults: shown by ``check``).

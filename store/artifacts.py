@@ -10,6 +10,7 @@ an empty evidence context and an empty JSON array).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +20,7 @@ from sqlalchemy.engine import Connection
 
 from .blobs import insert_ignore, insert_returning, put_many
 from .digests import Digest
-from .errors import EvstoreError
+from .errors import EvstoreError, error
 from .tables import artifacts, attrs, blobs, edges, warnings
 
 _IN_BATCH = 500
@@ -32,6 +33,8 @@ __all__ = [
     "Warning_",
     "all_warnings",
     "artifact_kinds",
+    "attr_digest",
+    "attr_match",
     "find_artifacts",
     "iso_utc",
     "list_artifacts",
@@ -136,7 +139,8 @@ def put_artifact(
         contract_version: e.g. ``"v1alpha1"``.
         canonical: RFC 8785 bytes (the caller canonicalised them).
         edge_rows: ``(role, dst)`` pairs, ``dst`` 64 hex of a blob or artifact address.
-        attr_rows: ``(name, value)`` lookup keys for ``find`` (values up to 512 characters).
+        attr_rows: ``(name, value)`` lookup keys for ``find``; values of any length are
+            stored whole and found exactly (no U+0000: ``input.invalid``).
         warning_rows: warnings to record.
 
     Returns:
@@ -204,10 +208,11 @@ def put_artifacts(
         for role, dst in item_edges:
             edge_map[(address, role, dst)] = {"src": address, "role": role, "dst": dst}
         for name, value in item_attrs:
-            v = value[:512]
-            attr_map[(name, v, address)] = {
+            vd = attr_digest(value)
+            attr_map[(name, vd, address)] = {
                 "name": name,
-                "value": v,
+                "value_digest": vd,
+                "value": value,
                 "address": address,
                 "kind": kind,
             }
@@ -288,11 +293,43 @@ def _info_query() -> Any:
     ).outerjoin(blobs, blobs.c.address == artifacts.c.address)
 
 
+def attr_digest(value: str) -> str:
+    """``attrs.value_digest`` of a lookup value: SHA-256 hex of its UTF-8 bytes.
+
+    Raises:
+        InputError: ``input.invalid`` for a value holding U+0000 (no identifier holds it:
+            the contracts refuse it, and PostgreSQL text cannot store it) or a lone
+            surrogate, on both backends alike.
+    """
+    if "\x00" in value:
+        raise error("input.invalid", "a lookup value never contains U+0000", value=value)
+    try:
+        data = value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise error("input.invalid", "a lookup value is not valid Unicode text") from None
+    return hashlib.sha256(data).hexdigest()
+
+
+def attr_match(name: str, value: str) -> Any:
+    """The WHERE clause of an exact lookup ``name == value`` on ``attrs``.
+
+    The digest finds the row through the primary key; the value is compared too.
+
+    Raises:
+        InputError: ``input.invalid`` (see :func:`attr_digest`).
+    """
+    return sa.and_(
+        attrs.c.name == name,
+        attrs.c.value_digest == attr_digest(value),
+        attrs.c.value == value,
+    )
+
+
 def _with_attr(q: Any, name: str, value: str) -> Any:
     return q.join(
         attrs,
         sa.and_(attrs.c.address == artifacts.c.address, attrs.c.kind == artifacts.c.kind),
-    ).where(attrs.c.name == name, attrs.c.value == value)
+    ).where(attr_match(name, value))
 
 
 def _infos(conn: Connection, q: Any) -> list[ArtifactInfo]:

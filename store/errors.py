@@ -290,6 +290,8 @@ _TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("json.number-range", "input", "",
      "a non-zero number that underflows to zero (it would not round-trip)"),
     ("kind.unknown", "input", "", "no such artifact kind"),
+    ("kind.claimed", "input", "docs/kinds.md#near-misses",
+     "a document a contract kind claims cannot be stored as kind json"),
     ("config.unknown", "input", "", "no such setting"),
     ("config.value", "input", "", "a setting value of the wrong type"),
     # -- objects not found
