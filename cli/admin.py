@@ -97,12 +97,13 @@ def check(ctx: Ctx) -> None:
     Exit codes: 0 no fault; 1 any fault or store error.
     """  # noqa: D205 - the help text, unchanged
     faults = []
+    audit_warnings: list[dict[str, str]] = []
     with open_store(ctx) as store, progress(ctx, "check") as bar:
-        for f in store.check(progress=bar):
+        for f in store.check(progress=bar, warnings=audit_warnings):
             faults.append(f)
             if not ctx.json:
                 bar.echo(_fault_line(f))  # on its own line, above the bar
-        warns = store.recorded_warnings()
+        warns = store.recorded_warnings() + audit_warnings
     if ctx.json:
         click.echo(
             json.dumps(

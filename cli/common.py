@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -224,7 +225,7 @@ def ingest_options(fn: Any) -> Any:
             help="Stored source document an evidence context is checked against.",
         ),
         digests_option,
-        click.argument("files", nargs=-1, required=True),
+        click.argument("files", nargs=-1, required=False),  # checked by the command
     ]
     for o in reversed(opts):
         fn = o(fn)
@@ -263,10 +264,20 @@ def open_store(ctx: Ctx, *, create: bool = False) -> evstore.Store:
 
 
 def discard_created(ctx: Ctx) -> None:
-    """Remove the SQLite store this failed invocation created (and its -wal/-shm files)."""
+    """Remove the SQLite store this failed invocation created (and its -wal/-shm files).
+
+    A store that holds any blob is kept: a batched command (``--batch N``) that failed or was
+    interrupted after committing batches leaves them, as its message says.
+    """
     path, ctx.created = ctx.created, None
     if path is None:
         return
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            if conn.execute("SELECT EXISTS (SELECT 1 FROM blobs)").fetchone()[0]:
+                return
+    except sqlite3.Error:
+        pass  # unreadable or half-made: nothing committed worth keeping
     for suffix in ("", "-wal", "-shm", "-journal"):
         with contextlib.suppress(OSError):
             Path(str(path) + suffix).unlink()

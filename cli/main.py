@@ -141,7 +141,8 @@ def _interrupted(ctx_obj: Ctx | None, as_json: bool) -> None:
         discard_created(ctx_obj)
     err = evstore.error(
         "interrupted.signal",
-        "interrupted (Ctrl-C); the open transaction was rolled back, the store is unchanged",
+        "interrupted (Ctrl-C); the open transaction was rolled back (with --batch, the "
+        "batches committed before it stay)",
     )
     if as_json:
         click.echo(json.dumps({"ok": False, "error": err.to_dict()}, sort_keys=True))

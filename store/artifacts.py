@@ -9,6 +9,8 @@ an empty evidence context and an empty JSON array).
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,9 +18,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .blobs import insert_ignore, put_many
+from .blobs import insert_ignore, insert_returning, put_many
 from .digests import Digest
-from .errors import EvstoreError
+from .errors import EvstoreError, error
 from .tables import artifacts, attrs, blobs, edges, warnings
 
 _IN_BATCH = 500
@@ -31,6 +33,8 @@ __all__ = [
     "Warning_",
     "all_warnings",
     "artifact_kinds",
+    "attr_digest",
+    "attr_match",
     "find_artifacts",
     "iso_utc",
     "list_artifacts",
@@ -91,23 +95,30 @@ class ArtifactInfo:
     """An artifact index row.
 
     Address (``blake3:...``), kind, contract version, accepted_at (ISO 8601), size in bytes.
+    ``damage`` is None for a sound entry, or the ``check`` code of the damage a listing can
+    see without reading bytes (``check.artifact-without-blob``: the index row's blob row is
+    missing; ``size`` is then None). Listings show such an entry instead of hiding it.
     """
 
     address: str
     kind: str
     contract_version: str
     accepted_at: str
-    size: int
+    size: int | None
+    damage: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
+        """JSON-ready form (``damage`` only when there is damage)."""
+        out: dict[str, Any] = {
             "address": self.address,
             "kind": self.kind,
             "contract_version": self.contract_version,
             "accepted_at": self.accepted_at,
             "size": self.size,
         }
+        if self.damage is not None:
+            out["damage"] = self.damage
+        return out
 
 
 def put_artifact(
@@ -128,7 +139,8 @@ def put_artifact(
         contract_version: e.g. ``"v1alpha1"``.
         canonical: RFC 8785 bytes (the caller canonicalised them).
         edge_rows: ``(role, dst)`` pairs, ``dst`` 64 hex of a blob or artifact address.
-        attr_rows: ``(name, value)`` lookup keys for ``find`` (values up to 512 characters).
+        attr_rows: ``(name, value)`` lookup keys for ``find``; values of any length are
+            stored whole and found exactly (no U+0000: ``input.invalid``).
         warning_rows: warnings to record.
 
     Returns:
@@ -196,10 +208,11 @@ def put_artifacts(
         for role, dst in item_edges:
             edge_map[(address, role, dst)] = {"src": address, "role": role, "dst": dst}
         for name, value in item_attrs:
-            v = value[:512]
-            attr_map[(name, v, address)] = {
+            vd = attr_digest(value)
+            attr_map[(name, vd, address)] = {
                 "name": name,
-                "value": v,
+                "value_digest": vd,
+                "value": value,
                 "address": address,
                 "kind": kind,
             }
@@ -212,7 +225,14 @@ def put_artifacts(
                 "message": w.message,
             }
         results.append(ArtifactResult(put.digest, kind, is_new, tuple(item_warnings)))
-    insert_ignore(conn, artifacts, new_rows)
+    # "new" is what this insert wrote (a concurrent writer of the same artifact may have won
+    # since the SELECT above): exactly one of them is told new, on both backends.
+    written = {k[0] for k in insert_returning(conn, artifacts, new_rows)}
+    if len(written) != len(new_rows):
+        results = [
+            dataclasses.replace(r, new=False) if r.new and r.digest.blake3 not in written else r
+            for r in results
+        ]
     insert_ignore(conn, edges, list(edge_map.values()))
     insert_ignore(conn, attrs, list(attr_map.values()))
     insert_ignore(conn, warnings, list(warn_map.values()))
@@ -259,27 +279,68 @@ def iso_utc(t: Any) -> str:
 
 
 def _info_query() -> Any:
-    """The columns of :class:`ArtifactInfo`: artifacts joined with their blob's size."""
+    """The columns of :class:`ArtifactInfo`: artifacts joined with their blob's size.
+
+    An outer join: an artifact whose blob row is missing is listed (size NULL) as damaged,
+    never silently dropped (``check`` reports it as ``check.artifact-without-blob``).
+    """
     return sa.select(
         artifacts.c.address,
         artifacts.c.kind,
         artifacts.c.contract_version,
         artifacts.c.accepted_at,
         blobs.c.size,
-    ).join(blobs, blobs.c.address == artifacts.c.address)
+    ).outerjoin(blobs, blobs.c.address == artifacts.c.address)
+
+
+def attr_digest(value: str) -> str:
+    """``attrs.value_digest`` of a lookup value: SHA-256 hex of its UTF-8 bytes.
+
+    Raises:
+        InputError: ``input.invalid`` for a value holding U+0000 (no identifier holds it:
+            the contracts refuse it, and PostgreSQL text cannot store it) or a lone
+            surrogate, on both backends alike.
+    """
+    if "\x00" in value:
+        raise error("input.invalid", "a lookup value never contains U+0000", value=value)
+    try:
+        data = value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise error("input.invalid", "a lookup value is not valid Unicode text") from None
+    return hashlib.sha256(data).hexdigest()
+
+
+def attr_match(name: str, value: str) -> Any:
+    """The WHERE clause of an exact lookup ``name == value`` on ``attrs``.
+
+    The digest finds the row through the primary key; the value is compared too.
+
+    Raises:
+        InputError: ``input.invalid`` (see :func:`attr_digest`).
+    """
+    return sa.and_(
+        attrs.c.name == name,
+        attrs.c.value_digest == attr_digest(value),
+        attrs.c.value == value,
+    )
 
 
 def _with_attr(q: Any, name: str, value: str) -> Any:
     return q.join(
         attrs,
         sa.and_(attrs.c.address == artifacts.c.address, attrs.c.kind == artifacts.c.kind),
-    ).where(attrs.c.name == name, attrs.c.value == value)
+    ).where(attr_match(name, value))
 
 
 def _infos(conn: Connection, q: Any) -> list[ArtifactInfo]:
     return [
         ArtifactInfo(
-            "blake3:" + r.address, r.kind, r.contract_version, iso_utc(r.accepted_at), int(r.size)
+            "blake3:" + r.address,
+            r.kind,
+            r.contract_version,
+            iso_utc(r.accepted_at),
+            None if r.size is None else int(r.size),
+            "check.artifact-without-blob" if r.size is None else None,
         )
         for r in conn.execute(q.order_by(artifacts.c.accepted_at, artifacts.c.address))
     ]

@@ -35,12 +35,17 @@ __all__ = ["Progress", "check_store"]
 Progress = Callable[[int, int], None]
 
 
-def check_store(db: Database, progress: Progress | None = None) -> Iterator[EvstoreError]:
+def check_store(
+    db: Database, progress: Progress | None = None, warnings: list[dict[str, str]] | None = None
+) -> Iterator[EvstoreError]:
     """Re-verify the whole store at ``db``, yielding every fault.
 
     Args:
         db: the store's database.
         progress: called as ``progress(done, total)`` after each object.
+        warnings: when given, the kinds' audit warnings are appended to it (dicts with
+            ``address``, ``code``, ``message``, ``pointer``), e.g. a stored ``json`` document
+            a contract kind now claims (docs/kinds.md#a-forced-json-kind): not faults.
 
     Yields:
         CorruptionError (``corruption.*``, ``check.*``), NotFound
@@ -86,7 +91,7 @@ def check_store(db: Database, progress: Progress | None = None) -> Iterator[Evst
             bad = _bad_artifact_row(a)
             if bad is not None:
                 yield bad
-            yield from _audit_one(txn, a.address, a.kind)
+            yield from _audit_one(txn, a.address, a.kind, warnings)
             if progress:
                 progress(done, total)
 
@@ -99,7 +104,9 @@ def _check_blob(conn: sa.Connection, r: Any) -> EvstoreError | None:
         return exc
 
 
-def _audit_one(txn: Txn, address: str, kind: str) -> Iterator[EvstoreError]:
+def _audit_one(
+    txn: Txn, address: str, kind: str, warnings: list[dict[str, str]] | None = None
+) -> Iterator[EvstoreError]:
     """Every fault of the artifact ``kind`` at ``address`` (its blob already re-hashed)."""
     where = "blake3:" + address
     row = _blobs.lookup(txn.conn, parse_ref(where))
@@ -136,6 +143,11 @@ def _audit_one(txn: Txn, address: str, kind: str) -> Iterator[EvstoreError]:
     try:
         faults = Faults.of(audit(value, address, txn) if audit else handler.check(value, txn))
         found = faults.errors
+        if warnings is not None:
+            warnings.extend(
+                {"address": where, "code": w.code, "message": w.message, "pointer": w.pointer}
+                for w in faults.warnings
+            )
     except EvstoreError as err:
         found = [err]
     for f in [*found, *txn.faults]:

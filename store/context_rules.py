@@ -53,6 +53,7 @@ from .context_schema import (
     show,
 )
 from .errors import EvstoreError, Faults, error, join_pointer
+from .near import near_member, near_members
 
 __all__ = [
     "CONTRACT",
@@ -636,15 +637,21 @@ def looks_like_units(doc: Any) -> bool:
     """Whether ``doc`` has the array-of-units shape (an excerpt or a source document).
 
     A shape hint only: a non-empty array whose every element is an object carrying the four
-    required unit members. It does not validate. ``[]`` does not look like units: an empty
+    required unit members, or a near miss of them (docs/kinds.md#near-misses): each present
+    exactly or under a near spelling (:func:`evstore.near.spelling`), or three of the four
+    with ``ref`` among them. It does not validate. ``[]`` does not look like units: an empty
     array says nothing about its role and stays plain JSON unless a kind is given.
     """
-    return (
-        isinstance(doc, list)
-        and bool(doc)
-        and all(
-            isinstance(unit, dict) and all(name in unit for name in UNIT_FIELDS) for unit in doc
-        )
+    return isinstance(doc, list) and bool(doc) and all(_near_unit(unit) for unit in doc)
+
+
+def _near_unit(unit: Any) -> bool:
+    """An object with the four unit members, or three of them including ``ref`` (near)."""
+    if not isinstance(unit, dict):
+        return False
+    count = near_members(unit, UNIT_FIELDS)
+    return count == len(UNIT_FIELDS) or (
+        count == len(UNIT_FIELDS) - 1 and near_member(unit, "ref") is not None
     )
 
 

@@ -179,7 +179,7 @@ def _convert(doc: Any, fault: Any) -> list[ShapeFault]:
         message = f"ref must be a JSON object, got {json_type(value)}"
         return [ShapeFault((unit, STEP_REF_TYPE, 0), code, message, at)]
     if rule == "rule-ref-source-id":
-        message = f"source_id must be a non-empty string, got {show(value)}"
+        message = f"source_id must be a non-empty string without U+0000, got {show(value)}"
         return [ShapeFault((unit, STEP_SOURCE_ID, 0), code, message, at)]
     name = str(path[-1])
     message = f"unit {name} must be {MEMBER_WHAT[name]}, got {show(value)}"

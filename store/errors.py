@@ -290,6 +290,8 @@ _TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("json.number-range", "input", "",
      "a non-zero number that underflows to zero (it would not round-trip)"),
     ("kind.unknown", "input", "", "no such artifact kind"),
+    ("kind.claimed", "input", "docs/kinds.md#near-misses",
+     "a document a contract kind claims cannot be stored as kind json"),
     ("config.unknown", "input", "", "no such setting"),
     ("config.value", "input", "", "a setting value of the wrong type"),
     # -- objects not found
@@ -327,6 +329,8 @@ _TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
      "the store cannot be written (a read-only file, folder, mount or transaction)"),
     ("store.kind-unavailable", "store", "",
      "the handler of a kind cannot be loaded in this installation (a dependency is missing)"),
+    ("store.replaced", "store", "",
+     "the SQLite store file was deleted or replaced while the process had it open"),
     ("store.database", "store", "", "another database error"),
     ("interrupted.signal", "store", "",
      "the command was interrupted (Ctrl-C, exit 130); its open transaction was rolled back"),

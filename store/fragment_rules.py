@@ -27,6 +27,7 @@ from typing import Any
 
 from .canonical import MAX_SAFE_INTEGER
 from .errors import EvstoreError, Faults, error, join_pointer
+from .near import near_member, near_members
 from .settings import setting
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "DEFAULT_REVISION_KEYS",
     "DIGEST_FORMAT",
     "FRAGMENT_KIND",
+    "NEAR_REQUIRED",
     "NOT_FOUND_FRAGMENT",
     "OPTIONAL",
     "QUOTE_MISMATCH",
@@ -128,8 +130,12 @@ def _as_int(value: Any) -> int | None:
 
 
 def _is_text(value: Any) -> bool:
-    """A str that can be written as UTF-8 (lone surrogates cannot)."""
-    if type(value) is not str:
+    """An identifier str: writable as UTF-8 (lone surrogates are not), without U+0000.
+
+    NUL is refused in identifiers (document_id, fragment_id, scope members) on both
+    backends alike: PostgreSQL text cannot hold it.
+    """
+    if type(value) is not str or "\x00" in value:
         return False
     if value.isascii():
         return True
@@ -142,10 +148,11 @@ def _is_text(value: Any) -> bool:
 
 def _id_faults(frag: Mapping[str, Any], name: str, base: str) -> list[EvstoreError]:
     if name not in frag:
-        return [error(SHAPE, f"required member {name} is missing", join_pointer(base, name))]
+        return [error(SHAPE, _missing(frag, name), join_pointer(base, name))]
     value = frag[name]
     if not _is_text(value) or value == "":
-        return [error(SHAPE, f"{name} must be a non-empty string", join_pointer(base, name))]
+        message = f"{name} must be a non-empty string without U+0000"
+        return [error(SHAPE, message, join_pointer(base, name))]
     return []
 
 
@@ -154,7 +161,7 @@ def _digest_faults(
 ) -> list[EvstoreError]:
     if name not in frag:
         if required:
-            return [error(SHAPE, f"required member {name} is missing", join_pointer(base, name))]
+            return [error(SHAPE, _missing(frag, name), join_pointer(base, name))]
         return []
     ptr = join_pointer(base, name)
     value = frag[name]
@@ -172,13 +179,21 @@ def _digest_faults(
     return []
 
 
+def _missing(frag: Mapping[str, Any], name: str) -> str:
+    """The message of a missing required member, naming a near spelling that is present."""
+    found = near_member(dict(frag), name)
+    if found is None:
+        return f"required member {name} is missing"
+    return f"required member {name} is missing ({found[0]!r} is not {name}: names are exact)"
+
+
 def _offset_faults(frag: Mapping[str, Any], base: str) -> list[EvstoreError]:
     faults: list[EvstoreError] = []
     ints: dict[str, int] = {}
     for name in ("start_offset", "end_offset"):
         ptr = join_pointer(base, name)
         if name not in frag:
-            faults.append(error(SHAPE, f"required member {name} is missing", ptr))
+            faults.append(error(SHAPE, _missing(frag, name), ptr))
             continue
         value = _as_int(frag[name])
         if value is None:
@@ -248,7 +263,8 @@ def scope_faults(frag: Mapping[str, Any], base: str) -> list[EvstoreError]:
         if name not in scope:
             faults.append(error(SCOPE_INCOMPLETE, f"scope is missing {name}", mptr))
         elif not _is_text(scope[name]) or scope[name] == "":
-            faults.append(error(SCOPE_INCOMPLETE, f"scope.{name} must be a non-empty string", mptr))
+            message = f"scope.{name} must be a non-empty string without U+0000"
+            faults.append(error(SCOPE_INCOMPLETE, message, mptr))
     for name in sorted(k for k in scope if k not in SCOPE_FIELDS):
         faults.append(
             error(
@@ -452,17 +468,26 @@ def revision_checksums(
 # documents
 
 
+#: A near miss of the fragment shape: this many of the five required members, each present
+#: exactly or under a near spelling (docs/kinds.md#near-misses). Scenario manifests'
+#: ``evidence`` references carry three, so three never claim.
+NEAR_REQUIRED = 4
+
+
 def _looks_like_fragment(value: Any) -> bool:
-    return isinstance(value, dict) and all(name in value for name in REQUIRED)
+    return isinstance(value, dict) and near_members(value, REQUIRED) >= NEAR_REQUIRED
 
 
 def detect(doc: Any) -> str | None:
     """Tell whether a parsed document is a fragment, a batch of fragments, or neither.
 
-    ``"fragment"`` for an object carrying all five required member names (three are not
-    enough: scenario manifests' ``evidence`` references carry three); ``"fragment-batch"`` for
-    any other object whose ``evidence`` array holds at least one such object (the others are
-    then reported by validation with their pointers). Types are not checked.
+    ``"fragment"`` for an object carrying at least four of the five required member names,
+    each exactly or under a near spelling (:mod:`evstore.near`: ``quote_sha_256`` is near
+    ``quote_sha256``), so a near miss is claimed and then rejected by validation with
+    ``fragment.shape`` and the missing member's pointer; three are not enough (scenario
+    manifests' ``evidence`` references carry three). ``"fragment-batch"`` for any other object
+    whose ``evidence`` array holds at least one such object (the others are then reported by
+    validation with their pointers). Types are not checked.
 
     Args:
         doc: a parsed JSON value.

@@ -36,15 +36,19 @@ from .refs import parse_ref
 from .txn import Txn
 
 __all__ = [
+    "ADDRESS_ATTRS",
     "DETECTION_ORDER",
+    "DIGEST_ATTRS",
     "JsonKind",
     "KINDS",
     "KindHandler",
     "check_kind",
+    "claiming_kind",
     "clear_cache",
     "detect_kind",
     "get_handler",
     "known_kinds",
+    "lookup_value",
 ]
 
 
@@ -82,8 +86,37 @@ class JsonKind:
         return True
 
     def check(self, doc: Any, txn: Txn) -> Faults:
-        """No rules beyond the strict reader."""
-        return Faults()
+        """Refuse a document that a contract kind claims; no other rule beyond the reader.
+
+        ``--kind json`` never stores a contract document unvalidated (docs/kinds.md): a
+        document that detection gives to a contract kind, near misses included, fails with
+        ``kind.claimed`` at "" naming that kind.
+
+        Raises:
+            StoreStateError: ``store.kind-unavailable`` (detection asks every kind).
+        """
+        faults = Faults()
+        claimed = claiming_kind(doc)
+        if claimed is not None:
+            faults.add(
+                "kind.claimed",
+                f"this document is claimed by kind {claimed!r} and is not stored as json; "
+                f"ingest it with --kind {claimed} (or without --kind) to validate it",
+                "",
+                kind=claimed,
+            )
+        return faults
+
+    def audit(self, doc: Any, address: str, txn: Txn) -> Faults:
+        """For ``check``: a stored ``json`` document a contract kind now claims is a warning.
+
+        Stores made before the near-miss rule (or with ``--kind json``) may hold such
+        documents; they are listed, not treated as corruption.
+        """
+        faults = Faults()
+        for err in self.check(doc, txn).errors:
+            faults.warnings.append(err)
+        return faults
 
     def write(self, doc: Any, canonical: bytes, txn: Txn) -> ArtifactResult:
         """Store ``doc`` with ``mentions`` edges to stored blobs it names."""
@@ -228,6 +261,82 @@ def detect_kind(doc: Any) -> str:
         if get_handler(name).detect(doc):
             return name
     return "json"
+
+
+def claiming_kind(doc: Any) -> str | None:
+    """The contract kind detection gives ``doc`` (near misses included), or None.
+
+    An array of source units, which detection refuses as ambiguous, is claimed by
+    ``evidence-context``.
+
+    Raises:
+        StoreStateError: ``store.kind-unavailable``.
+    """
+    for name in DETECTION_ORDER:
+        if name == "json":
+            continue
+        try:
+            if get_handler(name).detect(doc):
+                return name
+        except EvstoreError as err:
+            if err.code != "context.kind-ambiguous":
+                raise
+            return name
+    return None
+
+
+#: Lookup attributes whose values are SHA-256 digests as 64 lowercase hex, with the format
+#: code of the contract that defines them (docs/kinds.md#lookup-attributes-evstore-find).
+DIGEST_ATTRS: dict[str, str] = {"quote_sha256": "fragment.digest-format"}
+#: Lookup attributes whose values are ``blake3:`` addresses of stored bytes.
+ADDRESS_ATTRS: dict[str, str] = {"run": "ref.syntax"}
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def lookup_value(name: str, value: str) -> str:
+    """The stored spelling of a lookup value, for an exact ``find``.
+
+    A digest attribute (:data:`DIGEST_ATTRS`) accepts one unambiguous spelling of a SHA-256:
+    64 hex in either case, with or without a ``sha256:`` prefix (either case), or 43-char
+    canonical base64url (RFC 4648 section 5, unpadded); it is stored as 64 lowercase hex.
+    An address attribute (:data:`ADDRESS_ATTRS`) takes ``blake3:`` and 64 hex in either case.
+    Other attributes are returned unchanged.
+
+    Raises:
+        InputError: the attribute's format code (``fragment.digest-format``, ``ref.syntax``)
+            for a malformed digest, so a malformed query is never answered "not found";
+            ``input.invalid`` for U+0000 in any value.
+    """
+    if "\x00" in value:
+        raise error("input.invalid", f"a {name} value never contains U+0000", attribute=name)
+    if name in DIGEST_ATTRS:
+        body = value[7:] if value[:7].lower() == "sha256:" else value
+        if len(body) == 64 and set(body.lower()) <= _HEX:
+            return body.lower()
+        if len(body) == 43:
+            from .digests import b64u_to_hex
+
+            try:
+                return b64u_to_hex(body)
+            except ValueError:
+                pass
+        raise error(
+            DIGEST_ATTRS[name],
+            f"{name} takes a SHA-256 as 64 hex digits (optionally prefixed sha256:) or 43-char "
+            f"base64url; got {len(body)} characters {value!r}",
+            attribute=name,
+        )
+    if name in ADDRESS_ATTRS:
+        body = value[7:] if value[:7].lower() == "blake3:" else ""
+        if len(body) == 64 and set(body.lower()) <= _HEX:
+            return "blake3:" + body.lower()
+        raise error(
+            ADDRESS_ATTRS[name],
+            f"{name} takes a blake3: address (64 hex digits); got {value!r}",
+            attribute=name,
+        )
+    return value
 
 
 def clear_cache() -> None:

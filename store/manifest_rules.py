@@ -97,6 +97,7 @@ import jsonschema_rs
 from .canonical import dumps, loads
 from .digests import b64u_to_hex, hex_to_b64u, sha256_b64u
 from .errors import EvstoreError, Faults, JSONFormError, error, join_pointer
+from .near import near_member, spelling
 from .settings import setting
 
 __all__ = [
@@ -221,10 +222,20 @@ def detect(doc: Any) -> str | None:
         doc: a parsed JSON value.
 
     Returns:
-        ``"manifest"`` for ``{"schema": "corpus-passage-evidence-manifest.v1", ...}``, whatever
-        else it holds (validation reports the rest); None for anything else.
+        ``"manifest"`` for ``{"schema": "corpus-passage-evidence-manifest.v1", ...}`` whatever
+        else it holds (validation reports the rest), and for a near miss (docs/kinds.md): a
+        member near ``schema`` whose value is near ``corpus-passage-evidence-manifest`` plus
+        anything (``.v2``), then rejected with ``manifest.schema``. None for anything else.
     """
-    return KIND if isinstance(doc, dict) and doc.get("schema") == SCHEMA_NAME else None
+    if not isinstance(doc, dict):
+        return None
+    found = near_member(doc, "schema")
+    value = found[1] if found is not None else None
+    near = isinstance(value, str) and spelling(value).startswith(_NEAR)
+    return KIND if value == SCHEMA_NAME or near else None
+
+
+_NEAR = spelling(SCHEMA_NAME.rsplit(".", 1)[0])
 
 
 def load_schema() -> dict[str, Any]:

@@ -38,6 +38,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .errors import EvstoreError, Faults, error, join_pointer
+from .near import near_member, spelling
 from .package_context import context_size_faults
 from .package_schema import budget_default, schema_faults
 from .settings import setting
@@ -570,6 +571,13 @@ def detect(doc: Any) -> str | None:
     - ``"request"``: no ``kind``/``schema_version``, ``version == "1.3.0"`` and a
       ``question`` member (required by the request, forbidden in an envelope).
 
+    Near misses (docs/kinds.md#near-misses) are claimed too, so validation rejects them with
+    the kind's schema code and a pointer: a member named near ``kind`` whose value is spelt
+    near ``answer-evidence...`` is a package; without ``kind``/``schema_version``, a
+    ``version`` of release 1.3 spelt another way (``1.3``, ``v1.3.0``, ``1.3.1``) or a member
+    named near ``package_id``, ``claims`` or ``question`` (``packageId``) makes an envelope
+    or a request as above.
+
     Args:
         doc: a parsed JSON value.
 
@@ -580,13 +588,25 @@ def detect(doc: Any) -> str | None:
         return None
     if doc.get("kind") == PACKAGE_KIND:
         return "package"
-    if "kind" in doc or "schema_version" in doc or doc.get("version") != CONTRACT_VERSION:
+    kind = near_member(doc, "kind")
+    if kind is not None and isinstance(kind[1], str) and spelling(kind[1]).startswith(_NEAR_KIND):
+        return "package"
+    if "kind" in doc or "schema_version" in doc:
         return None
-    if "package_id" in doc or "claims" in doc:
+    version = doc.get("version")
+    if not isinstance(version, str) or not _NEAR_VERSION.fullmatch(version.strip()):
+        return None
+    if near_member(doc, "package_id") is not None or near_member(doc, "claims") is not None:
         return "envelope"
-    if "question" in doc:
+    if near_member(doc, "question") is not None:
         return "request"
     return None
+
+
+#: Near misses of the package's ``kind`` start with this spelling.
+_NEAR_KIND = spelling("answer-evidence")
+#: Near misses of the request's and envelope's ``version`` (release 1.3, any spelling).
+_NEAR_VERSION = re.compile(r"[vV]?1\.3(\.[0-9]+)?")
 
 
 def validate(

@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from .bundle_layout import BUNDLE_KINDS, check_logical_name, index_faults
 from .errors import Faults, error, join_pointer
+from .near import near_member, spelling
 
 __all__ = [
     "CONTRACT",
@@ -49,10 +50,23 @@ _SettingsMap = Mapping[str, Any]
 
 
 def detect(doc: Any) -> str | None:
-    """``"run"`` for an object whose ``record`` member names an evstore run record, else None."""
-    if isinstance(doc, dict) and str(doc.get("record", "")).startswith("evstore.run-record"):
+    """``"run"`` for an object whose ``record`` member names an evstore run record, else None.
+
+    A near miss (docs/kinds.md#near-misses) is claimed too, and validation rejects it with
+    ``run.record-shape``: a member named near ``record`` whose string value is spelt near
+    ``evstore.run-record`` (any version, case or separators).
+    """
+    if not isinstance(doc, dict):
+        return None
+    if str(doc.get("record", "")).startswith("evstore.run-record"):
+        return "run"
+    found = near_member(doc, "record")
+    if found is not None and isinstance(found[1], str) and spelling(found[1]).startswith(_NEAR):
         return "run"
     return None
+
+
+_NEAR = spelling("evstore.run-record")
 
 
 def _is_size(value: Any) -> bool:

@@ -9,7 +9,11 @@ Tables:
     blob_chunks  the chunks of large blobs, by chunk set and sequence number
     artifacts    index row per (blob, kind): a JSON document stored in canonical form
     edges        artifact -> blob or artifact it refers to, with a role (lineage, closure)
-    attrs        lookup keys of an artifact (name, value), for ``find``
+    attrs        lookup keys of an artifact (name, value, SHA-256 of the value), for ``find``
+
+Every digest column (addresses, ``blobs.sha256``, ``attrs.value_digest``,
+``bindings.key_digest``) is checked to hold 64 lowercase hex on new rows (revision 0003:
+``CHECK ... NOT VALID`` on PostgreSQL, triggers on SQLite; not part of this metadata).
     bindings     first-write-wins bindings: (namespace, key) -> value
     warnings     warnings recorded with an accepted artifact
     settings     store settings, changed with ``evstore config``
@@ -89,10 +93,15 @@ edges = Table(
 attrs = Table(
     "attrs",
     metadata,
-    Column("name", String(64), primary_key=True),
-    Column("value", String(512), primary_key=True),
-    Column("address", String(64), primary_key=True),
+    Column("name", String(64), nullable=False),
+    # SHA-256 hex of the value's UTF-8 bytes: lookups ask for it, so a value of any length is
+    # found exactly (revision 0003; values were cut to 512 characters before it).
+    Column("value_digest", String(64), nullable=False),
+    # The whole value.
+    Column("value", Text, nullable=False),
+    Column("address", String(64), nullable=False),
     Column("kind", String(64), nullable=False),
+    PrimaryKeyConstraint("name", "value_digest", "address", name="pk_attrs"),
     Index("ix_attrs_address", "address"),
 )
 

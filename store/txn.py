@@ -192,9 +192,7 @@ class Txn:
 
     def find_attr(self, name: str, value: str, kind: str | None = None) -> list[tuple[str, str]]:
         """``(address hex, kind)`` of artifacts with lookup attribute ``name == value``."""
-        q = sa.select(attrs.c.address, attrs.c.kind).where(
-            attrs.c.name == name, attrs.c.value == value
-        )
+        q = sa.select(attrs.c.address, attrs.c.kind).where(_artifacts.attr_match(name, value))
         if kind is not None:
             q = q.where(attrs.c.kind == kind)
         return [(r.address, r.kind) for r in self.conn.execute(q.order_by(attrs.c.address))]

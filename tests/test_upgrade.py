@@ -165,3 +165,57 @@ def test_an_old_store_stores_the_same_evidence_at_the_same_addresses(dump, empty
         assert r.exit_code == 0, r.output
         out = json.loads(r.stdout)
         assert out["artifacts"] and not any(a["new"] for a in out["artifacts"]), (path, out)
+
+
+def test_an_old_store_finds_every_lookup_and_a_cut_long_identifier_whole(dump, empty_url):
+    """Revision 0003: every old lookup still finds its artifact; a value the old code cut to
+    512 characters is found by its whole value (restored from the document), never by the cut.
+    """
+    from evstore.canonical import dumps
+    from evstore.digests import digest_bytes
+
+    long_id = "S" * 700
+    doc = [
+        {
+            "id": 1,
+            "kind": "p",
+            "text": "t",
+            "ref": {"source_id": long_id, "start_unit_id": 1, "end_unit_id": 1},
+        }
+    ]
+    data = dumps(doc)
+    dg = digest_bytes(data)
+    extra = {
+        "blobs": {
+            "address": dg.blake3,
+            "sha256": dg.sha256,
+            "size": len(data),
+            "data": {"base64": base64.b64encode(data).decode()},
+            "chunk_set": None,
+        },
+        "artifacts": {
+            "address": dg.blake3,
+            "kind": "source-document",
+            "contract_version": "v1",
+            "accepted_at": {"datetime": "2026-01-01T00:00:00+00:00"},
+        },
+        "attrs": {
+            "name": "source_id",
+            "value": long_id[:512],
+            "address": dg.blake3,
+            "kind": "source-document",
+        },
+    }
+    grown = json.loads(json.dumps(dump))
+    for name, row in extra.items():
+        table = grown["tables"][name]
+        table["rows"].append([row[c] for c in table["columns"]])
+    _make_old_store(empty_url, grown)
+    assert CliRunner().invoke(cli, ["--store", empty_url, "migrate"]).exit_code == 0
+    with evstore.open(empty_url) as store:
+        assert list(store.check()) == []
+        for r in _rows(dump, "attrs"):
+            found = {i.address for i in store.find(r["name"], r["value"], kind=r["kind"])}
+            assert "blake3:" + r["address"] in found, r
+        assert [i.address for i in store.find("source_id", long_id)] == ["blake3:" + dg.blake3]
+        assert store.find("source_id", long_id[:512]) == []
