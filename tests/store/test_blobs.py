@@ -263,7 +263,10 @@ def test_corruption_digest_names_what_was_found(store):
     put = store.put(b"the original bytes")
     _corrupt_inline(store, put.digest.blake3, b"the 0riginal bytes")
     found = digest_bytes(b"the 0riginal bytes")
-    for read in (lambda: store.get(put.digest.address), lambda: store.stat(put.digest.address)):
+    for read in (
+        lambda: store.get(put.digest.address),
+        lambda: store.stat(put.digest.address, verify=True),
+    ):
         with pytest.raises(evstore.CorruptionError) as exc:
             read()
         assert exc.value.code == "corruption.digest"
@@ -299,7 +302,7 @@ def test_api_get_and_load_by_blake3_refuse_a_tampered_sha256_column(store):
     for read in (
         lambda: store.get(put.digest.address),
         lambda: store.load(art.digest.address),
-        lambda: store.stat(put.digest.address),
+        lambda: store.stat(put.digest.address, verify=True),
     ):
         with pytest.raises(evstore.CorruptionError) as exc:
             read()
