@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
+from blake3 import blake3 as _blake3
 
 from . import blobs as _blobs
 from .canonical import dumps, loads
@@ -55,6 +56,8 @@ BATCH = 2000
 #: The ``kinds`` value that selects the blob pass (every blob re-hashed, no artifact pass).
 BLOB_KIND = "blob"
 _SQLITE_IN = 500  # bound parameters per IN list on SQLite
+_GROUP_BYTES = 32 << 20  # inline bytes held at once
+_PARALLEL_MIN = 64 << 10  # smaller inputs hash faster in one thread than through a pool
 _SINCE_REL = re.compile(r"^(\d+)\s*([smhdw])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -229,8 +232,9 @@ class CheckRun(Iterator[EvstoreError]):
             if not page:
                 break
             last = (page[-1].address,)
-            picked = [r for r in page if _sampled(plan, r.address)]
-            results = _blob_results(conn, picked, pool)
+            picked = page if plan.sample is None else [r for r in page if _sampled(plan, r[0])]
+            whole = plan.sample is None and plan.since is None and not plan.blob_kinds
+            results = _blob_results(conn, picked, pool, whole)
             plan.faulted.update(str(r.address) for r, f in zip(picked, results, strict=True) if f)
             yield from self._report(page, picked, results, "")
         last = ("", "")
@@ -249,22 +253,30 @@ class CheckRun(Iterator[EvstoreError]):
     ) -> Iterator[EvstoreError]:
         """Yield a page's faults object by object; record the clean ones (also when stopped)."""
         clean: list[tuple[str, str]] = []
+        progress, done = self._progress, self._done
         try:
-            for row, faults in zip(picked, results, strict=True):
-                if faults:
-                    yield from faults
-                else:
-                    clean.append((str(row.address), row.kind if kind is None else kind))
-                self.checked += 1
-                self._done += 1
-                if self._progress:
-                    self._progress(self._done, self._total)
+            if not any(results):  # the common page: every object verified, nothing to yield
+                clean = [(r[0], r[1] if kind is None else kind) for r in picked]
+                self.checked += len(picked)
+                self._done += len(picked)
+                for n in range(done + 1, done + len(picked) + 1) if progress else ():
+                    progress(n, self._total)  # type: ignore[misc]
+            else:
+                for row, faults in zip(picked, results, strict=True):
+                    if faults:
+                        yield from faults
+                    else:
+                        clean.append((row[0], row[1] if kind is None else kind))
+                    self.checked += 1
+                    self._done += 1
+                    if progress:
+                        progress(self._done, self._total)
         finally:
             self._record(clean)
         if len(page) > len(picked):
             self._done += len(page) - len(picked)
-            if self._progress:
-                self._progress(self._done, self._total)
+            if progress:
+                progress(self._done, self._total)
 
     def _record(self, clean: list[tuple[str, str]]) -> None:
         if not clean or self.not_recorded is not None:
@@ -385,13 +397,36 @@ def _inline_bytes(conn: sa.Connection, addresses: Sequence[str]) -> dict[str, An
         return found
     if conn.dialect.name == "postgresql":
         sql = "SELECT address, data FROM blobs WHERE address = ANY(%s)"
-        found.update((r[0], r[1]) for r in conn.exec_driver_sql(sql, (list(addresses),)))
+        found.update(_fetch(conn, sql, (list(addresses),)))
         return found
     for i in range(0, len(addresses), _SQLITE_IN):
         part = tuple(addresses[i : i + _SQLITE_IN])
         sql = f"SELECT address, data FROM blobs WHERE address IN ({','.join('?' * len(part))})"
-        found.update((r[0], r[1]) for r in conn.exec_driver_sql(sql, part))
+        found.update(_fetch(conn, sql, part))
     return found
+
+
+def _fetch(conn: sa.Connection, sql: str, params: Any) -> list[Any]:
+    """Every row of ``sql`` as plain tuples, through the driver's cursor in ``conn``'s
+    transaction (no SQLAlchemy row objects: they cost more than the bytes they carry).
+    A driver error leaves raw; :meth:`Database.read` classifies it like any other.
+    """  # noqa: D205
+    cur = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cur.execute(sql, params)
+        return list(cur.fetchall())
+    finally:
+        cur.close()
+
+
+def _range_bytes(conn: sa.Connection, first: str, last: str) -> dict[str, Any]:
+    """``address -> data`` of the inline blobs from ``first`` to ``last`` (one range scan)."""
+    mark = "?" if conn.dialect.name == "sqlite" else "%s"
+    sql = (
+        f"SELECT address, data FROM blobs WHERE address >= {mark} AND address <= {mark}"
+        " AND chunk_set IS NULL"
+    )
+    return dict(_fetch(conn, sql, (first, last)))
 
 
 def _chunks(conn: sa.Connection, row: _blobs.BlobRow) -> Iterator[bytes]:
@@ -420,44 +455,85 @@ def _stream_digest(conn: sa.Connection, row: _blobs.BlobRow) -> Digest:
 
 # -- the two passes, a page at a time --------------------------------------------------------
 def _blob_results(
-    conn: sa.Connection, picked: Sequence[Any], pool: ThreadPoolExecutor | None
+    conn: sa.Connection, picked: Sequence[Any], pool: ThreadPoolExecutor | None, whole: bool
 ) -> list[list[EvstoreError]]:
-    """The faults of each picked blob row (re-hashed), in order."""
-    rows: list[_blobs.BlobRow | EvstoreError] = []
-    for r in picked:
-        try:
-            rows.append(_blobs._row(r))
-        except EvstoreError as exc:  # a malformed row: report it and carry on
-            rows.append(exc)
-    inline = [
-        r.digest.blake3 for r in rows if isinstance(r, _blobs.BlobRow) and r.chunk_set is None
-    ]
-    stored = _inline_bytes(conn, inline)
-    out: list[list[EvstoreError]] = []
-    datas: list[bytes] = []
-    slots: list[int] = []
-    for row in rows:
-        out.append([])
-        if isinstance(row, EvstoreError):
-            out[-1].append(row)
+    """The faults of each picked blob row (re-hashed), in order ([] for a clean blob).
+
+    Inline bytes are fetched in groups of at most :data:`_GROUP_BYTES` (so memory stays
+    bounded whatever the page holds); chunked blobs are streamed one at a time. ``whole``:
+    the page is every blob of its address range, so a group is read as one range scan.
+    """
+    out: list[list[EvstoreError]] = [[] for _ in picked]
+    inline: list[int] = []
+    for i, r in enumerate(picked):
+        if r[3] is None and type(r[2]) is int:  # the common row: inline, well-formed size
+            inline.append(i)
             continue
+        err: EvstoreError | None
         try:
-            if row.chunk_set is not None:
-                err = _blobs._compare(row, _stream_digest(conn, row))
-                if err is not None:
-                    out[-1].append(err)
+            row = _blobs._row(r)
+            if row.chunk_set is None:
+                inline.append(i)
                 continue
-            value = stored.get(row.digest.blake3)
-            datas.append(b"" if value is None else _blobs._as_bytes(value, row.digest.blake3))
-            slots.append(len(out) - 1)
-        except EvstoreError as exc:
-            out[-1].append(exc)
-    digests = pool.map(digest_bytes, datas) if pool is not None else map(digest_bytes, datas)
-    for slot, got in zip(slots, digests, strict=True):
-        err = _blobs._compare(rows[slot], got)  # type: ignore[arg-type]
+            err = _blobs._compare(row, _stream_digest(conn, row))
+        except EvstoreError as exc:  # a malformed row: report it and carry on
+            err = exc
         if err is not None:
-            out[slot].append(err)
+            out[i].append(err)
+    limit = 5000 if whole or conn.dialect.name != "sqlite" else _SQLITE_IN
+    group: list[int] = []
+    size = 0
+    for n, i in enumerate(inline):
+        group.append(i)
+        size += max(int(picked[i][2]), 0)
+        if len(group) >= limit or size >= _GROUP_BYTES or n == len(inline) - 1:
+            _hash_group(conn, picked, group, out, pool, whole)
+            group, size = [], 0
     return out
+
+
+def _hash_group(
+    conn: sa.Connection,
+    picked: Sequence[Any],
+    group: list[int],
+    out: list[list[EvstoreError]],
+    pool: ThreadPoolExecutor | None,
+    whole: bool,
+) -> None:
+    """Fetch one group's inline bytes (one query) and re-hash them into ``out``."""
+    if whole:
+        stored = _range_bytes(conn, picked[group[0]][0], picked[group[-1]][0])
+    else:
+        stored = _inline_bytes(conn, [picked[i][0] for i in group])
+    work = []
+    for i in group:
+        r = picked[i]
+        value = stored.get(r[0])
+        if type(value) is not bytes:
+            try:
+                value = b"" if value is None else _blobs._as_bytes(value, r[0])
+            except EvstoreError as exc:
+                out[i].append(exc)
+                continue
+        work.append((i, r, value))
+    big = pool is not None and any(len(w[2]) >= _PARALLEL_MIN for w in work)
+    results = pool.map(_verify_inline, work) if big and pool else map(_verify_inline, work)
+    for i, err in results:
+        if err is not None:
+            out[i].append(err)
+
+
+def _verify_inline(item: tuple[int, Any, bytes]) -> tuple[int, EvstoreError | None]:
+    """Size, BLAKE3 and SHA-256 of one inline blob against its row: (index, fault or None)."""
+    i, r, data = item
+    if (
+        len(data) == r[2]
+        and len(data) <= (1 << 20)
+        and _blake3(data).hexdigest() == r[0]
+        and hashlib.sha256(data).hexdigest() == r[1]
+    ):
+        return i, None
+    return i, _blobs._compare(_blobs._row(r), digest_bytes(data))
 
 
 def _art_results(txn: Txn, picked: Sequence[Any], plan: _Plan) -> list[list[EvstoreError]]:
