@@ -274,8 +274,6 @@ _TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("input.unreadable", "input", "", "an input file cannot be read"),
     ("input.unused-content", "input", "",
      "bytes supplied with the command (--content, --source) are used by no document"),
-    ("input.unused-option", "input", "",
-     "an option was given that no document of the command uses"),
     ("input.argument-encoding", "input", "", "a command-line argument is not valid UTF-8"),
     ("output.unwritable", "input", "", "the output file cannot be written"),
     ("json.number-range", "input", "",

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
+import uuid
 from pathlib import Path
 
 import pytest
+
+import evstore
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = (REPO.parent / "shared").resolve()
@@ -32,11 +36,6 @@ def shared_dir() -> Path:
 # ---------------------------------------------------------------------------------------
 # Backends: every test that takes `store` runs on SQLite and on PostgreSQL.
 # ---------------------------------------------------------------------------------------
-import shutil  # noqa: E402
-import uuid  # noqa: E402
-
-import evstore  # noqa: E402
-
 PG_ADMIN = os.environ.get("EVSTORE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
 
@@ -79,7 +78,10 @@ def pg_template() -> str:
         if _require("EVSTORE_REQUIRE_PG"):
             pytest.fail(msg + " and EVSTORE_REQUIRE_PG=1")
         pytest.skip(msg)
-    name = f"evstore_tmpl_{os.getpid()}"
+    # One template per test process: pytest-xdist workers (gw0, gw1, ...) each build their own,
+    # and several checkouts may run the suite against one server at once.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    name = f"evstore_tmpl_{worker}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     _pg_exec(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
     _pg_exec(f"CREATE DATABASE {name}")
     evstore.open(_pg_url(name), create=True).close()
