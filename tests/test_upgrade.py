@@ -165,3 +165,15 @@ def test_an_old_store_stores_the_same_evidence_at_the_same_addresses(dump, empty
         assert r.exit_code == 0, r.output
         out = json.loads(r.stdout)
         assert out["artifacts"] and not any(a["new"] for a in out["artifacts"]), (path, out)
+
+
+def test_an_old_store_is_checked_in_full_then_incrementally(dump, empty_url):
+    """Revision 0003: nothing of an old store counts as verified until a check records it."""
+    _make_old_store(empty_url, dump)
+    assert evstore.migrate(empty_url)["to"] >= "0003"
+    objects = len(dump["tables"]["blobs"]["rows"]) + len(dump["tables"]["artifacts"]["rows"])
+    with evstore.open(empty_url) as store:
+        first = store.check(since="1h")
+        assert list(first) == [] and first.checked == objects and first.recorded == objects
+        again = store.check(since="1h")
+        assert list(again) == [] and again.checked == 0
