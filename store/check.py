@@ -537,23 +537,34 @@ def _verify_inline(item: tuple[int, Any, bytes]) -> tuple[int, EvstoreError | No
 
 
 def _art_results(txn: Txn, picked: Sequence[Any], plan: _Plan) -> list[list[EvstoreError]]:
-    """The faults of each picked artifact row, in order."""
+    """The faults of each picked artifact row, in order.
+
+    The page's inline bytes are read in groups of at most :data:`_GROUP_BYTES` (one query
+    each), so memory stays bounded however large the documents are.
+    """
     conn = txn.conn
-    addresses = sorted({str(a.address) for a in picked})
-    index = _blob_index(conn, addresses, plan)
-    stored = _inline_bytes(
-        conn, [a for a, (row, _) in index.items() if row is not None and row.chunk_set is None]
-    )
+    index = _blob_index(conn, sorted({str(a.address) for a in picked}), plan)
     out: list[list[EvstoreError]] = []
-    for a in picked:
-        found: list[EvstoreError] = []
-        bad = _bad_artifact_row(a)
-        if bad is not None:
-            found.append(bad)
-        data = _artifact_bytes(conn, str(a.address), a.kind, index, stored, plan, found)
-        if data is not None:
-            found.extend(_audit_bytes(txn, str(a.address), a.kind, data))
-        out.append(found)
+    start = 0
+    while start < len(picked):
+        end, size, want = start, 0, []
+        while end < len(picked) and (end == start or size < _GROUP_BYTES):
+            row = index.get(str(picked[end].address), (None, False))[0]
+            if row is not None and row.chunk_set is None:
+                want.append(row.digest.blake3)
+                size += max(row.digest.size, 0)
+            end += 1
+        stored = _inline_bytes(conn, sorted(set(want)))
+        for a in picked[start:end]:
+            found: list[EvstoreError] = []
+            bad = _bad_artifact_row(a)
+            if bad is not None:
+                found.append(bad)
+            data = _artifact_bytes(conn, str(a.address), a.kind, index, stored, plan, found)
+            if data is not None:
+                found.extend(_audit_bytes(txn, str(a.address), a.kind, data))
+            out.append(found)
+        start = end
     return out
 
 

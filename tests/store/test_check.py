@@ -135,8 +135,12 @@ def _tampered(store) -> dict[str, str]:
     return {"json3": jsons[3], "odd": odd, **put, "big": big, "gap": gap}
 
 
-@pytest.mark.parametrize("batch,jobs", [(3, 1), (2000, 1), (7, 3)])
-def test_batched_check_finds_exactly_the_faults_of_the_per_object_check(store, batch, jobs):
+@pytest.mark.parametrize("batch,jobs,group", [(3, 1, None), (2000, 1, None), (7, 3, 40)])
+def test_batched_check_finds_exactly_the_faults_of_the_per_object_check(
+    store, monkeypatch, batch, jobs, group
+):
+    if group is not None:  # bytes read per query: a few objects each
+        monkeypatch.setattr("evstore.check._GROUP_BYTES", group)
     bad = _tampered(store)
     expected = _key(_oracle(store.db))
     got = _key(check_store(store.db, options=CheckOptions(batch=batch, jobs=jobs, record=False)))
