@@ -10,7 +10,7 @@ import click
 
 import evstore
 
-from .common import Ctx, emit, open_store, pass_ctx
+from .common import Ctx, at_pointer, emit, open_store, pass_ctx
 
 __all__ = ["COMMANDS", "check", "config", "init", "migrate", "register"]
 
@@ -74,13 +74,13 @@ def _print_settings(values: dict[str, Any]) -> None:
 
 def _print_fault(f: evstore.EvstoreError) -> None:
     addr = f.details.get("address", "")
-    click.echo(f"{addr} {f.code} at {f.pointer or '/'}: {f.message}")
+    click.echo(f"{addr} {f.code} {at_pointer(f.pointer)}: {f.message}")
 
 
 def _print_warnings(warns: list[dict[str, Any]], faults: int) -> None:
     for w in warns:
         message = w["message"].replace("\n", "\\n").replace("\r", "\\r")
-        click.echo(f"{w['address']} warning {w['code']} at {w['pointer'] or '/'}: {message}")
+        click.echo(f"{w['address']} warning {w['code']} {at_pointer(w['pointer'])}: {message}")
     if not faults:
         click.echo(
             f"ok: no faults ({len(warns)} recorded warning(s))" if warns else "ok: no faults"

@@ -107,11 +107,20 @@ def ingest_options(fn: Any) -> Any:
             help="Stored source document an evidence context is checked against.",
         ),
         digests_option,
-        click.argument("files", nargs=-1, required=True),
+        click.argument("files", nargs=-1, required=False),  # checked by the command
     ]
     for o in reversed(opts):
         fn = o(fn)
     return fn
+
+
+def at_pointer(pointer: str) -> str:
+    """Where a fault is, for people: ``"at /a/0"``; the root ``""`` is ``"at the document root"``.
+
+    RFC 6901 reads ``"/"`` as the member named ``""``, so the root is never written that way
+    (the same phrase as :class:`evstore.EvstoreError`'s ``str``).
+    """
+    return f"at {pointer}" if pointer else "at the document root"
 
 
 def digest_lines(d: dict[str, Any], with_digests: bool) -> str:

@@ -36,6 +36,9 @@ def ingest_source(
     must be well-formed UTF-8. A pair may gain further versions; fragments pick one by
     content_sha256 or a revision extension. Creates the store when missing.
 
+    Fragment offsets into these bytes are UTF-8 byte offsets, never character counts; the end
+    is exclusive: a fragment quotes bytes [start_offset, end_offset).
+
     Exit codes: 0 registered (or already registered); 1 rejected (fragment.shape,
     fragment.revision-format, fragment.source-encoding, fragment.revision-mismatch) or
     store error; 2 usage.

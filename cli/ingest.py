@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 import click
 
 import evstore
 
-from .common import Ctx, emit, ingest_options, open_store, pass_ctx, read_input
+from .batch import bulk_options, check_args, expand_paths, interrupted_note
+from .common import Ctx, at_pointer, emit, ingest_options, open_store, pass_ctx, read_input
+
+#: Files a directory contributes to ingest/validate unless --include says otherwise.
+DEFAULT_INCLUDE = ("*.json",)
 
 __all__ = ["COMMANDS", "collect", "ingest", "register", "validate"]
 
@@ -30,18 +35,31 @@ def collect(
     tenant_id: str | None,
     auth: str | None,
     source_document: str | None,
-) -> tuple[list[evstore.Document], dict[str, Any], list[bytes]]:
+    bulk: dict[str, Any] | None = None,
+) -> tuple[Iterator[evstore.Document], dict[str, Any], list[bytes]]:
     """Read the command's inputs: ``(documents, options, supplied bytes)`` for the Store call.
 
+    The documents are read lazily, one file at a time, from FILES (a directory walked for
+    ``*.json`` unless --include is given) and, with ``bulk["stdin_paths"]``, stdin's paths.
+
     Raises:
-        click.UsageError: stdin given twice. InputError: ``kind.unknown`` (empty --kind),
-            ``input.unreadable``. ContractError: ``fragment.scope-incomplete``.
+        click.UsageError: stdin given twice, or no input. InputError: ``kind.unknown`` (empty
+            --kind), ``input.unreadable``. ContractError: ``fragment.scope-incomplete``.
     """
+    bulk = bulk or {}
     if sum(1 for f in files if f == "-") > 1:
         raise click.UsageError("stdin (-) can be read once")
+    check_args(files, bool(bulk.get("stdin_paths")))
     if kind is not None and not kind:
         raise evstore.error("kind.unknown", "--kind is empty; give a kind name (docs/kinds.md)")
-    docs = [evstore.Document(read_input(f), name=f, kind=kind) for f in files]
+    paths = expand_paths(
+        files,
+        include=bulk.get("include") or DEFAULT_INCLUDE,
+        exclude=bulk.get("exclude") or (),
+        stdin_paths=bool(bulk.get("stdin_paths")),
+        nul=bool(bulk.get("nul")),
+    )
+    docs = (evstore.Document(read_input(f), name=f, kind=kind) for f in paths)
     supplied = [read_input(c) for c in contents]
     options: dict[str, Any] = {}
     scope = _scope(host_id, tenant_id, auth)
@@ -63,13 +81,14 @@ def _ingest_human(digests: bool) -> Any:
             if digests:
                 click.echo(f"  sha256:{res.digest.sha256}\n  sha256:{res.digest.sha256_b64u}")
             for w in res.warnings:
-                click.echo(f"  warning: {w.code} at {w.pointer or '/'}: {w.message}")
+                click.echo(f"  warning: {w.code} {at_pointer(w.pointer)}: {w.message}")
 
     return human
 
 
 @click.command()
 @ingest_options
+@bulk_options
 @pass_ctx
 def ingest(
     ctx: Ctx,
@@ -82,14 +101,24 @@ def ingest(
     authorization_scope_id: str | None,
     source_document: str | None,
     digests: bool,
+    **bulk: Any,
 ) -> None:
     """Validate and store JSON documents, all in one transaction (all or nothing).
 
+    FILES may be files, - (stdin) and directories (walked recursively for *.json, or what
+    --include/--exclude say); --stdin-paths reads more paths from stdin (-z: NUL-separated).
     Reports the first fault in the order: JSON form, schema, contract rules, self-address,
     bindings. Ingesting an identical artifact again succeeds (new: false). Creates the
-    store when missing.
+    store when missing. With --batch N every N documents are one transaction: rules that
+    span the command (every --content used, an envelope's package stored or in the same
+    call) hold per batch, and a failing batch leaves the earlier ones committed and says so.
 
-    Exit codes: 0 stored; 1 rejected (nothing written) or store error; 2 usage.
+    Fragment offsets (start_offset, end_offset) are UTF-8 byte offsets into the source bytes
+    (--source, or ingest-source), never character counts; the end is exclusive: the quote is
+    bytes [start_offset, end_offset).
+
+    Exit codes: 0 stored; 1 rejected (nothing written; with --batch: nothing of the failing
+    batch or after) or store error; 2 usage.
     """
     docs, options, supplied = collect(
         files,
@@ -100,20 +129,34 @@ def ingest(
         tenant_id,
         authorization_scope_id,
         source_document,
+        bulk,
     )
+    batch = bulk.get("batch")
+    done = [0, 0]
+
+    def record(batches: int, items: int) -> None:
+        done[:] = [batches, items]
+
     with open_store(ctx, create=True) as store:
-        report = store.ingest(docs, options=options, supplied=supplied)
+        try:
+            report = store.ingest(
+                docs, options=options, supplied=supplied, batch=batch, on_batch=record
+            )
+        except KeyboardInterrupt:
+            if batch is not None:
+                interrupted_note(ctx, done, "documents")()
+            raise
     emit(ctx, report, _ingest_human(digests))
 
 
 def _validate_human(r: Any) -> None:
     for f in r.faults:
-        click.echo(f"{f.path or '-'}: {f.code} at {f.pointer or '/'}: {f.message}")
+        click.echo(f"{f.path or '-'}: {f.code} {at_pointer(f.pointer)}: {f.message}")
         if f.rule:
             click.echo(f"  rule: {f.rule}")
     for res in r.results:
         for w in res.warnings:
-            click.echo(f"warning: {res.kind} {w.code} at {w.pointer or '/'}: {w.message}")
+            click.echo(f"warning: {res.kind} {w.code} {at_pointer(w.pointer)}: {w.message}")
     if r.ok:
         click.echo(f"valid: {r.documents} document(s)")
 

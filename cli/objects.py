@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import json
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +14,11 @@ import click
 
 import evstore
 
+from .batch import bulk_options, check_args, expand_paths, interrupted_note, stdin_lines
+from .batch import register as register_batch
 from .common import (
     Ctx,
+    at_pointer,
     digest_lines,
     digests_option,
     emit,
@@ -26,15 +32,7 @@ from .common import (
 __all__ = ["COMMANDS", "find", "get", "has", "ls", "put", "register", "stat"]
 
 
-@click.command()
-@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
-@digests_option
-@pass_ctx
-def put(ctx: Ctx, file: str, digests: bool) -> None:
-    """Store the exact bytes of FILE (or stdin for -), streamed; print the address.
-
-    Creates the store when missing. Exit codes: 0 stored (or already stored); 1 error.
-    """
+def _put_one(ctx: Ctx, file: str, digests: bool) -> None:
     with open_store(ctx, create=True) as store:
         if file == "-":
             res = store.put(sys.stdin.buffer)
@@ -52,6 +50,77 @@ def put(ctx: Ctx, file: str, digests: bool) -> None:
     emit(ctx, d, digest_lines(d, digests))
     if not res.new and not ctx.json:
         click.echo("already stored (not new)", err=True)
+
+
+def _put_many_human(digests: bool) -> Any:
+    def human(x: dict[str, Any]) -> None:
+        for r in x["results"]:
+            click.echo(f"{r['address']}  {r['path']}")
+            if digests:
+                click.echo(f"  {r['sha256']}\n  {r['sha256_b64u']}")
+        click.echo(f"stored {x['files']} file(s), {x['new']} new", err=True)
+
+    return human
+
+
+@click.command()
+@click.argument("files", nargs=-1, type=click.Path(allow_dash=True))
+@bulk_options
+@digests_option
+@pass_ctx
+def put(
+    ctx: Ctx,
+    files: tuple[str, ...],
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    stdin_paths: bool,
+    nul: bool,
+    batch: int | None,
+    digests: bool,
+) -> None:
+    """Store the exact bytes of FILES (or stdin for -), streamed; print the addresses.
+
+    One FILE prints its address (as always). Many FILES, directories (walked recursively,
+    filtered by --include/--exclude) and --stdin-paths print "<address>  <path>" per file;
+    all are stored in one transaction (all or nothing) unless --batch N commits every N
+    files. Creates the store when missing. Exit codes: 0 stored (or already stored); 1 error
+    (with --batch: the batches before the failing one stay committed, and the error says
+    so); 2 usage.
+    """
+    check_args(files, stdin_paths)
+    if len(files) == 1 and not stdin_paths and (files[0] == "-" or not os.path.isdir(files[0])):
+        _put_one(ctx, files[0], digests)
+        return
+    if "-" in files:
+        raise click.UsageError("- (stdin) is for one input; use --stdin-paths for a list")
+    paths = expand_paths(files, include=include, exclude=exclude, stdin_paths=stdin_paths, nul=nul)
+    names: list[str] = []
+
+    def items() -> Iterator[Path]:
+        for p in paths:
+            names.append(p)
+            yield Path(p)
+
+    done = [0, 0]
+    with open_store(ctx, create=True) as store:
+        try:
+            results = store.put_many(items(), batch=batch, on_batch=_recorder(done))
+        except KeyboardInterrupt:
+            if batch is not None:
+                interrupted_note(ctx, done, "files")()
+            raise
+    rows = [
+        {"path": n, **r.digest.forms(), "new": r.new} for n, r in zip(names, results, strict=True)
+    ]
+    out = {"ok": True, "files": len(rows), "new": sum(r["new"] for r in rows), "results": rows}
+    emit(ctx, out, _put_many_human(digests))
+
+
+def _recorder(done: list[int]) -> Any:
+    def record(batches: int, items: int) -> None:
+        done[:] = [batches, items]
+
+    return record
 
 
 @click.command()
@@ -83,7 +152,7 @@ def _stat_human(digests: bool) -> Any:
         for a in x["artifacts"]:
             click.echo(f"artifact: {a['kind']} {a['contract_version']} accepted {a['accepted_at']}")
         for w in x.get("warnings", []):
-            click.echo(f"warning: {w['code']} at {w['pointer'] or '/'}: {w['message']}")
+            click.echo(f"warning: {w['code']} {at_pointer(w['pointer'])}: {w['message']}")
 
     return human
 
@@ -106,12 +175,20 @@ def stat(ctx: Ctx, ref: str, digests: bool) -> None:
 @click.argument("refs", nargs=-1, required=True)
 @pass_ctx
 def has(ctx: Ctx, refs: tuple[str, ...]) -> None:
-    """Print the REFS that name no stored blob.
+    """Print the REFS that name no stored blob; - reads refs from stdin, one per line.
 
     Exit codes: 0 all present; 1 some missing (or ref.syntax).
     """
+    if refs.count("-") > 1:
+        raise click.UsageError("stdin (-) can be read once")
+    wanted: list[str] = []
+    for r in refs:
+        if r == "-":
+            wanted.extend(line.strip() for line in stdin_lines() if line.strip())
+        else:
+            wanted.append(r)
     with open_store(ctx) as store:
-        missing = store.has(refs)
+        missing = store.has(wanted)
     if missing:
         fail(ctx, {"ok": False, "missing": missing}, "\n".join(missing))
     emit(ctx, {"ok": True, "missing": []}, "")
@@ -132,9 +209,10 @@ def _criterion(named: dict[str, str | None], attr: str | None) -> tuple[str, str
 
 def _find_human(x: dict[str, Any]) -> None:
     for r in x["artifacts"]:
-        click.echo(f"{r['address']}  {r['kind']}  {r['accepted_at']}")
+        damage = f"  DAMAGED:{r['damage']}" if r.get("damage") else ""
+        click.echo(f"{r['address']}  {r['kind']}  {r['accepted_at']}{damage}")
         for w in r.get("warnings", []):
-            click.echo(f"  warning: {w['code']} at {w['pointer'] or '/'}: {w['message']}")
+            click.echo(f"  warning: {w['code']} {at_pointer(w['pointer'])}: {w['message']}")
 
 
 @click.command()
@@ -189,27 +267,108 @@ def find(
 @click.command()
 @click.option("--kind", default=None, help="Only artifacts of this kind.")
 @click.option("--workspace", default=None, help="Only packages of this workspace_id.")
+@click.option("--blobs", is_flag=True, help="List every stored blob instead of artifacts.")
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=None, metavar="N", help="At most N items."
+)
+@click.option(
+    "--after",
+    default=None,
+    metavar="CURSOR",
+    help="Only items after this cursor (the next_cursor of the previous page).",
+)
+@click.option("--jsonl", is_flag=True, help="Stream one JSON object per line (JSON Lines).")
 @pass_ctx
-def ls(ctx: Ctx, kind: str | None, workspace: str | None) -> None:
-    """List stored artifacts, oldest first.
+def ls(
+    ctx: Ctx,
+    kind: str | None,
+    workspace: str | None,
+    blobs: bool,
+    limit: int | None,
+    after: str | None,
+    jsonl: bool,
+) -> None:
+    """List stored artifacts (the default, oldest first) or, with --blobs, every blob.
 
-    Exit codes: 0 ok; 1 store error.
+    With --limit, --after or --jsonl the listing is in key order (address, then kind), in
+    stable pages: --json then adds "next_cursor" (null on the last page), the human form
+    prints "next: CURSOR" on stderr, and --jsonl prints one item per line and, when more
+    remain, a last line {"next_cursor": CURSOR}. --json prints one object
+    ({"artifacts": [...]} or {"blobs": [...]}).
+
+    Exit codes: 0 ok; 1 store error; 2 usage.
     """
+    if blobs and (kind is not None or workspace is not None):
+        raise click.UsageError("--blobs lists every blob: --kind and --workspace do not apply")
     if kind is not None:
         evstore.check_kind(kind)  # kind.unknown / store.kind-unavailable before the store
+    attr = ("workspace_id", evstore.normalize_uuid(workspace)) if workspace is not None else None
+    paged = limit is not None or after is not None or jsonl
     with open_store(ctx) as store:
-        rows = store.ls(
-            kind,
-            attr=("workspace_id", evstore.normalize_uuid(workspace))
-            if workspace is not None
-            else None,
+        if not paged:
+            if blobs:
+                emit(ctx, {"blobs": list(store.iter_blobs())}, _blobs_human)
+                return
+            rows = store.ls(kind, attr=attr)
+            emit(ctx, {"artifacts": [r.to_dict() for r in rows]}, _ls_human)
+            return
+        _ls_paged(ctx, store, blobs, (kind, attr), limit, after, jsonl)
+
+
+def _ls_paged(
+    ctx: Ctx,
+    store: evstore.Store,
+    blobs: bool,
+    where: tuple[str | None, tuple[str, str] | None],
+    limit: int | None,
+    after: str | None,
+    jsonl: bool,
+) -> None:
+    """Key-ordered listing; one item more than --limit is read to know whether more remain."""
+    probe = None if limit is None else limit + 1
+    if blobs:
+        items: Iterator[dict[str, Any]] = store.iter_blobs(after=after, limit=probe)
+        key = "blobs"
+    else:
+        items = (
+            dict(a.to_dict(), cursor=f"{a.address}/{a.kind}")
+            for a in store.iter_artifacts(where[0], attr=where[1], after=after, limit=probe)
         )
-    emit(ctx, {"artifacts": [r.to_dict() for r in rows]}, _ls_human)
+        key = "artifacts"
+    rows: list[dict[str, Any]] = []
+    last: str | None = None
+    more = False
+    for n, item in enumerate(items):
+        if limit is not None and n >= limit:
+            more = True
+            break
+        last = str(item.pop("cursor", item["address"]))
+        if jsonl:
+            click.echo(json.dumps(item, ensure_ascii=False, sort_keys=True))
+        else:
+            rows.append(item)
+    nxt = last if more else None
+    if jsonl:
+        if nxt is not None:
+            click.echo(json.dumps({"next_cursor": nxt}))
+        return
+    if ctx.json:
+        emit(ctx, {key: rows, "next_cursor": nxt})
+        return
+    (_blobs_human if blobs else _ls_human)({key: rows})
+    if nxt is not None:
+        click.echo(f"next: {nxt}", err=True)
+
+
+def _blobs_human(x: dict[str, Any]) -> None:
+    for r in x["blobs"]:
+        click.echo(f"{r['address']}  {r['size']}")
 
 
 def _ls_human(x: dict[str, Any]) -> None:
     for r in x["artifacts"]:
-        click.echo(f"{r['address']}  {r['kind']}  {r['size']}  {r['accepted_at']}")
+        size = r["size"] if r.get("damage") is None else f"DAMAGED:{r['damage']}"
+        click.echo(f"{r['address']}  {r['kind']}  {size}  {r['accepted_at']}")
 
 
 #: The commands of this area, as registered on the ``evstore`` group.
@@ -220,3 +379,4 @@ def register(cli: click.Group) -> None:
     """Add the object commands to the ``evstore`` group."""
     for command in COMMANDS:
         cli.add_command(command)
+    register_batch(cli)  # cat-batch, verify-list (cli/batch.py)

@@ -18,6 +18,7 @@ revisions shipped in migrations/versions (read as text): Alembic is imported onl
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -27,7 +28,6 @@ import sqlalchemy as sa
 from . import blobs as _blobs
 from .artifacts import (
     ArtifactInfo,
-    Document,
     IngestReport,
     all_warnings,
     artifact_kinds,
@@ -39,11 +39,20 @@ from .artifacts import (
 from .canonical import loads
 from .check import CheckOptions, CheckRun, Progress, check_store
 from .db import Database
-from .digests import Digest, blake3_hex
+from .digests import Digest
 from .digests import digest_bytes as digest_from
 from .errors import NotFound, error
-from .ingest import ingest_documents, validate_documents
+from .ingest import (
+    STREAM_CHUNK,
+    as_documents,
+    ingest_documents,
+    offset_progress,
+    one_shot,
+    run_batches,
+    validate_documents,
+)
 from .kinds import check_kind
+from .listing import iter_artifacts, iter_blobs
 from .refs import parse_ref
 from .settings import (
     check_setting_value,
@@ -55,6 +64,8 @@ from .txn import Txn
 
 __all__ = ["Store", "init", "migrate", "open"]
 
+builtins_open = open  # `open` below is the module's documented API name
+
 
 @dataclass(frozen=True)
 class _RawRow:
@@ -62,6 +73,74 @@ class _RawRow:
     sha256: str
     size: Any
     chunk_set: Any
+
+
+#: A path larger than this (bytes) is streamed by itself instead of read into a chunk.
+_READ_WHOLE_MAX = 8 << 20
+#: A chunk of small items is written once it holds this many bytes.
+_CHUNK_BYTES = 64 << 20
+
+
+def _item_bytes(item: Any, index: int) -> bytes | BinaryIO:
+    """An item of :meth:`Store.put_many`: its bytes, or an open stream for a large one."""
+    if isinstance(item, (bytes, bytearray, memoryview)):
+        return bytes(item)
+    if isinstance(item, os.PathLike):
+        path = os.fspath(item)
+        try:
+            fh = builtins_open(path, "rb")
+            if os.fstat(fh.fileno()).st_size > _READ_WHOLE_MAX:
+                return fh
+            with fh:
+                return fh.read()  # type: ignore[no-any-return]
+        except OSError as exc:
+            raise error(
+                "input.unreadable", f"cannot read {path}: {exc.strerror}", path=str(path)
+            ) from None
+    if hasattr(item, "read"):
+        return item  # type: ignore[no-any-return]
+    raise error(
+        "input.invalid",
+        f"item {index} is a {type(item).__name__}: put_many takes bytes, paths or binary streams",
+        item=index,
+    )
+
+
+def _put_stream_many(
+    conn: sa.Connection, items: Iterable[Any], progress: Callable[[int], None] | None = None
+) -> list[_blobs.PutResult]:
+    """Store ``items`` on ``conn``, a chunk of small ones at a time, large ones streamed."""
+    out: list[_blobs.PutResult] = []
+    pending: list[bytes] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal size
+        if pending:
+            out.extend(_blobs.put_many(conn, pending))
+            pending.clear()
+            size = 0
+            if progress is not None:
+                progress(len(out))
+
+    for i, item in enumerate(items):
+        data = _item_bytes(item, i)
+        if isinstance(data, bytes):
+            pending.append(data)
+            size += len(data)
+            if len(pending) >= STREAM_CHUNK or size >= _CHUNK_BYTES:
+                flush()
+            continue
+        flush()
+        try:
+            out.append(_blobs.put_stream(conn, data))
+        finally:
+            if isinstance(item, os.PathLike):
+                data.close()
+        if progress is not None:
+            progress(len(out))
+    flush()
+    return out
 
 
 class _Rollback(Exception):
@@ -185,7 +264,9 @@ class Store:
             return result
 
         try:
-            return self.db.run_transaction(run)
+            # An ingest writes rows statement by statement in document order: on PostgreSQL
+            # concurrent ingests of overlapping documents would deadlock, so they queue.
+            return self.db.run_transaction(run, serialize=True)
         except _Rollback as rb:
             return rb.payload
 
@@ -211,10 +292,51 @@ class Store:
         # A stream can be read only once, so no retry: one attempt, contention surfaces.
         return self.db.run_transaction(lambda conn: _blobs.put_stream(conn, data))
 
-    def put_many(self, items: Sequence[bytes]) -> list[_blobs.PutResult]:
-        """Store many byte strings in one transaction; one result per item, in order."""
+    def put_many(
+        self,
+        items: Iterable[bytes | os.PathLike[str] | BinaryIO],
+        *,
+        batch: int | None = None,
+        on_batch: Callable[[int, int], None] | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[_blobs.PutResult]:
+        """Store many blobs: one transaction (all or nothing), or all-or-nothing batches.
+
+        Args:
+            items: any iterable (a generator works), read lazily: byte strings, paths
+                (``pathlib.Path``: a file read when its turn comes; files over 8 MiB are
+                streamed in 1 MiB chunks) or binary streams (streamed). Memory holds one
+                chunk of :data:`~evstore.ingest.STREAM_CHUNK` items (or 64 MiB), not all.
+            batch: None: one transaction. N: one transaction per N items; a failing batch
+                leaves the earlier ones committed and the error says so.
+            on_batch: called as ``on_batch(batches committed, items committed)``.
+            progress: called as ``progress(items done)`` after each chunk written (counting
+                committed batches; for a progress display).
+
+        Returns:
+            One :class:`~evstore.blobs.PutResult` per item, in order.
+
+        Raises:
+            InputError: ``input.unreadable`` (a path that cannot be read), ``input.invalid``
+                (an item of another type, or ``batch`` < 1); store errors. With ``batch``,
+                ``details.committed_batches`` / ``details.committed_items`` say what stayed.
+        """
         self._live()
-        return self.db.run_transaction(lambda conn: _blobs.put_many(conn, items))
+        if batch is None:
+            take = one_shot(items)
+            return self.db.run_transaction(lambda conn: _put_stream_many(conn, take(), progress))
+        committed = [0]
+
+        def one(chunk: list[Any]) -> list[_blobs.PutResult]:
+            tick = offset_progress(progress, committed[0])
+            return self.db.run_transaction(lambda conn: _put_stream_many(conn, chunk, tick))
+
+        def after(batches: int, done: int) -> None:
+            committed[0] = done
+            if on_batch is not None:
+                on_batch(batches, done)
+
+        return [r for rs in run_batches(items, batch, one, after) for r in rs]
 
     def _resolve(self, conn: sa.Connection, ref: str) -> _blobs.BlobRow:
         row = _blobs.lookup(conn, parse_ref(ref))
@@ -254,6 +376,7 @@ class Store:
         """
         from .db import database_errors
 
+        self.db.check_identity()
         mark = "?" if self.db.backend == "sqlite" else "%s"
         db_errors = database_errors()
         try:
@@ -286,11 +409,11 @@ class Store:
             return None
         row = _blobs._row(_RawRow(*r[:4]))
         data = b"" if r[4] is None else _blobs._as_bytes(r[4], address)
-        # Looked up by its address: size and BLAKE3 prove these are the bytes asked for.
-        # (Reads by a sha256: ref take the general path, which checks the SHA-256 too.)
-        if len(data) != row.digest.size or blake3_hex(data) != address:
-            err = _blobs._compare(row, digest_from(data))
-            raise err if err is not None else AssertionError("unreachable")
+        # Size, BLAKE3 and the recorded SHA-256, as every read path checks them (a tampered
+        # SHA-256 column is refused here as by `get` on the general path and by the CLI).
+        err = _blobs._compare(row, digest_from(data))
+        if err is not None:
+            raise err
         return data
 
     @contextlib.contextmanager
@@ -329,30 +452,41 @@ class Store:
             return out
 
     def has(self, refs: Iterable[str]) -> list[str]:
-        """The refs (as given) that name no stored blob. Raises RefSyntaxError on a bad ref."""
+        """The refs (as given) that name no stored blob.
+
+        ``has`` verifies: a ref counts as present only when stored bytes hash to it, whatever
+        its form (``blake3:``, ``sha256:`` hex or base64url, ``object-store:``). The stored
+        bytes are re-read and re-hashed (size, BLAKE3, SHA-256), so after one stored byte of
+        a blob changes, every ref of that blob answers missing, and a tampered SHA-256 column
+        never makes other bytes answer for a digest. ``get``/``stat``/``check`` say why.
+
+        Raises:
+            RefSyntaxError: ``ref.syntax`` on a malformed ref (nothing is looked up).
+        """
         self._live()
         parsed = [parse_ref(r) for r in refs]
         missing = []
         with self.db.read() as conn:
             for p in parsed:
                 if p.algorithm == "blake3":
-                    present = _blobs.lookup(conn, p) is not None
+                    found = _blobs.lookup(conn, p)
+                    rows = [] if found is None else [found]
                 else:  # the SHA-256 column is an index: only bytes that hash to it count
-                    present = any(
-                        _blobs.verify_stored(conn, row) is None
-                        for row in _blobs.lookup_sha256_all(conn, p.hex)
-                    )
-                if not present:
+                    rows = _blobs.lookup_sha256_all(conn, p.hex)
+                if not any(_blobs.verify_stored(conn, row) is None for row in rows):
                     missing.append(p.text)
         return missing
 
     # -- artifacts ------------------------------------------------------------------------
     def ingest(
         self,
-        docs: Sequence[Document],
+        docs: Any,
         *,
         options: dict[str, Any] | None = None,
         supplied: Sequence[bytes] = (),
+        batch: int | None = None,
+        on_batch: Callable[[int, int], None] | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> IngestReport:
         """Validate and store JSON documents, all in one transaction (all or nothing).
 
@@ -362,21 +496,38 @@ class Store:
         (store/ingest.py does the work.)
 
         Args:
-            docs: the documents.
+            docs: one document — a :class:`Document`, a parsed JSON value (a ``dict``, or a
+                ``list`` as one array document), JSON text as ``bytes``, a ``pathlib.Path`` —
+                or many: a list of Documents, or any iterable (a generator works) of
+                Documents, bytes or paths, streamed (see :func:`evstore.ingest.as_documents`).
             options: kind-specific options (e.g. ``scope`` for fragments).
             supplied: bytes the documents may refer to by SHA-256 (rendered content, fragment
                 sources); stored only when used.
+            batch: None: one transaction. N: one all-or-nothing transaction per N documents
+                (rules that span a call then hold per batch); a failing batch leaves the earlier
+                ones committed and the error says so (``details.committed_batches``).
+            on_batch: called as ``on_batch(batches committed, documents committed)``.
+            progress: called as ``progress(documents done)`` after each chunk of 500.
 
         Raises:
+            InputError: ``input.invalid`` (a value of no accepted type, e.g. a ``str``);
             JSONFormError, ContractError, BindingConflict (InputError family);
             StoreStateError (``store.kind-unavailable`` included).
         """
         self._live()
-        return ingest_documents(self.transaction, docs, options=options, supplied=supplied)
+        return ingest_documents(
+            self.transaction,
+            as_documents(docs),
+            options=options,
+            supplied=supplied,
+            batch=batch,
+            on_batch=on_batch,
+            progress=progress,
+        )
 
     def validate(
         self,
-        docs: Sequence[Document],
+        docs: Any,
         *,
         options: dict[str, Any] | None = None,
         supplied: Sequence[bytes] = (),
@@ -384,10 +535,14 @@ class Store:
         """Run every check of :meth:`ingest`, listing all faults; writes nothing.
 
         Bindings are checked against the store as it is (and against earlier documents of the
-        same call). JSON-form faults are listed per document. Never raises an InputError.
+        same call). JSON-form faults are listed per document. ``docs`` as :meth:`ingest`
+        (held in memory: validate lists every fault of the whole call). Raises an InputError
+        only for ``docs`` of no accepted type (``input.invalid``).
         """
         self._live()
-        return validate_documents(self.transaction, docs, options=options, supplied=supplied)
+        return validate_documents(
+            self.transaction, list(as_documents(docs)), options=options, supplied=supplied
+        )
 
     def find(self, name: str, value: str, kind: str | None = None) -> list[ArtifactInfo]:
         """Artifacts whose lookup attribute ``name`` equals ``value`` (docs/kinds.md lists them).
@@ -417,12 +572,57 @@ class Store:
         with self.db.read() as conn:
             return list_artifacts(conn, kind, attr)
 
+    def iter_artifacts(
+        self,
+        kind: str | None = None,
+        *,
+        attr: tuple[str, str] | None = None,
+        after: str | None = None,
+        limit: int | None = None,
+    ) -> Iterator[ArtifactInfo]:
+        """Stream artifacts in key order (address, then kind), a page of 1000 per query.
+
+        Args:
+            kind: only artifacts of this kind.
+            attr: ``(name, value)``: only artifacts with this lookup attribute.
+            after: a cursor (``blake3:<hex>/<kind>``, :func:`evstore.listing.artifact_cursor`
+                of the last item seen): only artifacts after it.
+            limit: at most this many.
+
+        Raises:
+            InputError: ``kind.unknown``, ``input.invalid`` (a malformed cursor).
+        """
+        self._live()
+        if kind is not None:
+            check_kind(kind)
+        return iter_artifacts(self.db.read, kind, attr, after, limit)
+
+    def iter_blobs(
+        self, *, after: str | None = None, limit: int | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Stream every blob by address: ``{"address", "sha256", "size"}`` (size in bytes).
+
+        Args:
+            after: a cursor (the last blob's ``blake3:<hex>``): only blobs after it.
+            limit: at most this many.
+
+        Raises:
+            InputError: ``input.invalid`` (a malformed cursor).
+        """
+        self._live()
+        return iter_blobs(self.db.read, after, limit)
+
     def warnings(self, ref: str) -> list[dict[str, str]]:
         """Warnings recorded with the artifact at ``ref``."""
         self._live()
+        parsed = parse_ref(ref)
         with self.db.read() as conn:
-            row = self._resolve(conn, ref)
-            return [w.to_dict() for w in warnings_of(conn, row.digest.blake3)]
+            # By address the warnings are found even when the blob row is missing (a damaged
+            # entry that ls and find list); a sha256 ref needs the blob row to name it.
+            address = parsed.hex if parsed.algorithm == "blake3" else ""
+            if not address:
+                address = self._resolve(conn, ref).digest.blake3
+            return [w.to_dict() for w in warnings_of(conn, address)]
 
     def load(self, ref: str) -> Any:
         """The parsed JSON value of a stored artifact (bytes verified first)."""

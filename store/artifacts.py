@@ -9,6 +9,7 @@ an empty evidence context and an empty JSON array).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .blobs import insert_ignore, put_many
+from .blobs import insert_ignore, insert_returning, put_many
 from .digests import Digest
 from .errors import EvstoreError
 from .tables import artifacts, attrs, blobs, edges, warnings
@@ -91,23 +92,30 @@ class ArtifactInfo:
     """An artifact index row.
 
     Address (``blake3:...``), kind, contract version, accepted_at (ISO 8601), size in bytes.
+    ``damage`` is None for a sound entry, or the ``check`` code of the damage a listing can
+    see without reading bytes (``check.artifact-without-blob``: the index row's blob row is
+    missing; ``size`` is then None). Listings show such an entry instead of hiding it.
     """
 
     address: str
     kind: str
     contract_version: str
     accepted_at: str
-    size: int
+    size: int | None
+    damage: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
+        """JSON-ready form (``damage`` only when there is damage)."""
+        out: dict[str, Any] = {
             "address": self.address,
             "kind": self.kind,
             "contract_version": self.contract_version,
             "accepted_at": self.accepted_at,
             "size": self.size,
         }
+        if self.damage is not None:
+            out["damage"] = self.damage
+        return out
 
 
 def put_artifact(
@@ -212,7 +220,14 @@ def put_artifacts(
                 "message": w.message,
             }
         results.append(ArtifactResult(put.digest, kind, is_new, tuple(item_warnings)))
-    insert_ignore(conn, artifacts, new_rows)
+    # "new" is what this insert wrote (a concurrent writer of the same artifact may have won
+    # since the SELECT above): exactly one of them is told new, on both backends.
+    written = {k[0] for k in insert_returning(conn, artifacts, new_rows)}
+    if len(written) != len(new_rows):
+        results = [
+            dataclasses.replace(r, new=False) if r.new and r.digest.blake3 not in written else r
+            for r in results
+        ]
     insert_ignore(conn, edges, list(edge_map.values()))
     insert_ignore(conn, attrs, list(attr_map.values()))
     insert_ignore(conn, warnings, list(warn_map.values()))
@@ -259,14 +274,18 @@ def iso_utc(t: Any) -> str:
 
 
 def _info_query() -> Any:
-    """The columns of :class:`ArtifactInfo`: artifacts joined with their blob's size."""
+    """The columns of :class:`ArtifactInfo`: artifacts joined with their blob's size.
+
+    An outer join: an artifact whose blob row is missing is listed (size NULL) as damaged,
+    never silently dropped (``check`` reports it as ``check.artifact-without-blob``).
+    """
     return sa.select(
         artifacts.c.address,
         artifacts.c.kind,
         artifacts.c.contract_version,
         artifacts.c.accepted_at,
         blobs.c.size,
-    ).join(blobs, blobs.c.address == artifacts.c.address)
+    ).outerjoin(blobs, blobs.c.address == artifacts.c.address)
 
 
 def _with_attr(q: Any, name: str, value: str) -> Any:
@@ -279,7 +298,12 @@ def _with_attr(q: Any, name: str, value: str) -> Any:
 def _infos(conn: Connection, q: Any) -> list[ArtifactInfo]:
     return [
         ArtifactInfo(
-            "blake3:" + r.address, r.kind, r.contract_version, iso_utc(r.accepted_at), int(r.size)
+            "blake3:" + r.address,
+            r.kind,
+            r.contract_version,
+            iso_utc(r.accepted_at),
+            None if r.size is None else int(r.size),
+            "check.artifact-without-blob" if r.size is None else None,
         )
         for r in conn.execute(q.order_by(artifacts.c.accepted_at, artifacts.c.address))
     ]

@@ -5,7 +5,8 @@ to its scope, a ref to its digest, a package id to its address); this module onl
 binding atomic. A binding is ``(namespace, key) -> value``; the key is indexed by its SHA-256,
 so keys of any length work on both backends.
 
-Atomicity: the row is inserted with ``ON CONFLICT DO NOTHING`` and then read back inside the
+Atomicity: the row is inserted with ``ON CONFLICT DO NOTHING RETURNING`` (the insert itself
+says whether this call made the binding) and a key it did not write is read back inside the
 same transaction. Under concurrent ingests from several processes exactly one value lands
 (SQLite serialises writers with ``BEGIN IMMEDIATE``; PostgreSQL's unique index makes the
 second inserter wait for the first to commit), and every loser sees the winner's value.
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .blobs import insert_ignore
+from .blobs import insert_returning
 from .digests import sha256_hex
 from .tables import bindings
 
@@ -63,25 +64,7 @@ def bind(conn: Connection, namespace: str, key: str, value: str, origin: str = "
         value: the value, any text.
         origin: the address (64 hex) of the artifact whose write makes the binding.
     """
-    existing = lookup_binding(conn, namespace, key)
-    if existing is not None:
-        return BindResult(existing, False, existing != value)
-    insert_ignore(
-        conn,
-        bindings,
-        [
-            {
-                "namespace": namespace,
-                "key_digest": sha256_hex(key.encode()),
-                "key": key,
-                "value": value,
-                "origin": origin,
-            }
-        ],
-    )
-    landed = lookup_binding(conn, namespace, key)
-    assert landed is not None
-    return BindResult(landed, landed == value, landed != value)
+    return bind_many(conn, namespace, [(key, value)], origin)[0]
 
 
 def _lookup_many(conn: Connection, namespace: str, digests: Sequence[str]) -> dict[str, str]:
@@ -133,18 +116,18 @@ def bind_many(
                 "value": value,
                 "origin": origin,
             }
+    written: set[str] = set()
     if pending:
-        insert_ignore(conn, bindings, list(pending.values()))
-        # Read back: a concurrent writer may have won some keys.
-        existing.update(_lookup_many(conn, namespace, list(pending)))
+        # "new" is what this insert wrote (RETURNING), never what a SELECT did not see.
+        written = {k[0] for k in insert_returning(conn, bindings, list(pending.values()))}
+        # Read back the keys a concurrent writer won.
+        lost = [dg for dg in pending if dg not in written]
+        existing.update({dg: pending[dg]["value"] for dg in written})
+        existing.update(_lookup_many(conn, namespace, lost))
     results: list[BindResult] = []
-    made: set[str] = set()
     for (_key, value), dg in zip(pairs, digests, strict=True):
         landed = existing[dg]
-        new = (
-            dg in pending and pending[dg]["value"] == landed and dg not in made and landed == value
-        )
-        if new:
-            made.add(dg)
+        new = dg in written and landed == value
+        written.discard(dg)  # only the first occurrence within pairs made it
         results.append(BindResult(landed, new, landed != value))
     return results

@@ -35,6 +35,7 @@ __all__ = [
     "INLINE_MAX",
     "PutResult",
     "insert_ignore",
+    "insert_returning",
     "iter_verified",
     "lookup",
     "lookup_sha256_all",
@@ -68,6 +69,20 @@ class BlobRow:
     chunk_set: int | None
 
 
+def _in_key_order(table: sa.Table, rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The primary-key columns of ``table`` present in ``rows``."""
+    cols = rows[0]
+    return [c.name for c in table.primary_key.columns if c.name in cols]
+
+
+def _sorted_rows(table: sa.Table, rows: Sequence[dict[str, Any]]) -> Sequence[dict[str, Any]]:
+    # A stable sort: among rows of one key the first still wins.
+    keys = _in_key_order(table, rows)
+    if len(rows) > 1 and keys:
+        return sorted(rows, key=operator.itemgetter(*keys))
+    return rows
+
+
 def insert_ignore(conn: Connection, table: sa.Table, rows: Sequence[dict[str, Any]]) -> None:
     """INSERT rows, skipping those whose primary key already exists (both backends).
 
@@ -84,10 +99,7 @@ def insert_ignore(conn: Connection, table: sa.Table, rows: Sequence[dict[str, An
     if not rows:
         return
     cols = tuple(rows[0])
-    if len(rows) > 1:
-        keys = [c.name for c in table.primary_key.columns if c.name in cols]
-        if keys:
-            rows = sorted(rows, key=operator.itemgetter(*keys))
+    rows = _sorted_rows(table, rows)
     sql = _insert_sql(conn.dialect.name, table.name, cols)
     conn.exec_driver_sql(sql, [tuple(r[c] for c in cols) for r in rows])
 
@@ -106,6 +118,50 @@ def _insert_sql(dialect: str, table: str, cols: tuple[str, ...]) -> str:
         )
         _SQL_CACHE[key] = sql
     return sql
+
+
+#: Most bound parameters in one multi-row INSERT ... RETURNING (SQLite allows 32,766).
+_MAX_PARAMS = 30_000
+
+
+def insert_returning(
+    conn: Connection, table: sa.Table, rows: Sequence[dict[str, Any]]
+) -> set[tuple[Any, ...]]:
+    """INSERT rows, skipping existing keys, and return the primary keys this call inserted.
+
+    ``INSERT ... ON CONFLICT DO NOTHING RETURNING <key>`` on both backends (SQLite 3.35+):
+    a row is "new" only when this statement wrote it, never because an earlier SELECT did
+    not see it. Under concurrency exactly one writer of a key is told it is new: SQLite
+    serialises writers, and PostgreSQL makes the second inserter of a key wait for the first
+    to commit and then skip the row (or insert it, if the first rolled back).
+
+    Rows are written in primary-key order (as :func:`insert_ignore`), in multi-row
+    statements of at most :data:`_MAX_PARAMS` parameters. Duplicate keys within ``rows``:
+    the first wins.
+
+    Returns:
+        The primary-key tuples (in the table's key-column order) of the rows written.
+    """
+    if not rows:
+        return set()
+    cols = tuple(rows[0])
+    keys = _in_key_order(table, rows)
+    assert keys, f"{table.name}: rows lack the primary key"
+    rows = _sorted_rows(table, rows)
+    mark = "?" if conn.dialect.name == "sqlite" else "%s"
+    one = "(" + ", ".join([mark] * len(cols)) + ")"
+    per = max(1, _MAX_PARAMS // len(cols))
+    written: set[tuple[Any, ...]] = set()
+    for i in range(0, len(rows), per):
+        part = rows[i : i + per]
+        sql = (
+            f"INSERT INTO {table.name} ({', '.join(cols)}) VALUES "
+            + ", ".join([one] * len(part))
+            + f" ON CONFLICT DO NOTHING RETURNING {', '.join(keys)}"
+        )
+        params = tuple(r[c] for r in part for c in cols)
+        written.update(tuple(r) for r in conn.exec_driver_sql(sql, params))
+    return written
 
 
 def _row(r: Any) -> BlobRow:
@@ -150,14 +206,6 @@ def lookup_sha256_all(conn: Connection, sha256_hex: str) -> list[BlobRow]:
     return [_row(r) for r in conn.execute(sa.select(*cols).where(blobs.c.sha256 == sha256_hex))]
 
 
-def _corrupt(address: str, why: str) -> CorruptionError:
-    return CorruptionError(
-        f"stored bytes of blake3:{address} do not match their address ({why}); not served",
-        code="corruption.digest" if "digest" in why else "corruption.size",
-        details={"address": "blake3:" + address},
-    )
-
-
 def _iter_raw(conn: Connection, address: str) -> Iterator[bytes]:
     r = conn.execute(
         sa.select(blobs.c.data, blobs.c.chunk_set).where(blobs.c.address == address)
@@ -194,19 +242,38 @@ def _compare(row: BlobRow, got: Digest) -> CorruptionError | None:
 
     The SHA-256 is checked too because lookups by ``sha256:`` refs go through the indexed
     column: a tampered column must not make other bytes answer for that digest.
+
+    The error's details name both sides: ``address``, ``expected_sha256`` and
+    ``expected_size`` (the index row), ``found_blake3``, ``found_sha256`` and ``found_size``
+    (the bytes actually stored: size in bytes, digests as ``blake3:``/``sha256:`` refs).
     """
-    if got.size != row.digest.size:
-        return _corrupt(row.digest.blake3, f"size {got.size} != {row.digest.size}")
-    if got.blake3 != row.digest.blake3:
-        return _corrupt(row.digest.blake3, "digest mismatch")
-    if got.sha256 != row.digest.sha256:
+    want = row.digest
+    if got == want:
+        return None
+    details = {
+        "address": want.address,
+        "expected_sha256": "sha256:" + want.sha256,
+        "expected_size": want.size,
+        "found_blake3": got.address,
+        "found_sha256": "sha256:" + got.sha256,
+        "found_size": got.size,
+    }
+    if got.size != want.size:
+        code, why = "corruption.size", f"size {got.size} != {want.size}"
+    elif got.blake3 != want.blake3:
+        code, why = "corruption.digest", f"digest mismatch: the bytes found hash to {got.address}"
+    else:
         return CorruptionError(
-            f"the SHA-256 recorded for blake3:{row.digest.blake3} does not match its bytes;"
-            " not served",
+            f"the SHA-256 recorded for {want.address} does not match its bytes"
+            f" (they hash to sha256:{got.sha256}); not served",
             code="corruption.sha256-index",
-            details={"address": "blake3:" + row.digest.blake3},
+            details=details,
         )
-    return None
+    return CorruptionError(
+        f"stored bytes of {want.address} do not match their address ({why}); not served",
+        code=code,
+        details=details,
+    )
 
 
 def read_verified(conn: Connection, row: BlobRow) -> bytes:
@@ -304,51 +371,50 @@ def put_many(conn: Connection, items: Sequence[bytes]) -> list[PutResult]:
     Already-stored content is not written again; a stored copy found corrupt is repaired.
     Duplicates within ``items`` are stored once.
 
+    ``new`` is decided by the insert itself (:func:`insert_returning`, or a COPY that
+    succeeded), never by an earlier SELECT: among any number of concurrent writers of the
+    same new bytes, exactly one is told ``new: True``, on both backends, inline or chunked.
+
     Returns:
         One :class:`PutResult` per item, in order.
     """
     digests = [digest_bytes(d) for d in items]
     existing = _existing(conn, list({d.blake3 for d in digests}))
-    results: list[PutResult] = []
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
     for data, dg in zip(items, digests, strict=True):
-        if dg.blake3 in existing:
-            if dg.blake3 not in seen:
-                _repair_if_corrupt(conn, existing[dg.blake3], data)
-                seen.add(dg.blake3)
-            results.append(PutResult(dg, False))
-            continue
         if dg.blake3 in seen:
-            results.append(PutResult(dg, False))
             continue
         seen.add(dg.blake3)
+        if dg.blake3 in existing:
+            _repair_if_corrupt(conn, existing[dg.blake3], data)
+            continue
         row = {"address": dg.blake3, "sha256": dg.sha256, "size": dg.size}
         row.update(_storage_values(conn, data))
         rows.append(row)
-        results.append(PutResult(dg, True))
+    written: set[str] = set()
     if rows:
         rows.sort(key=operator.itemgetter("address"))  # one lock order for every writer
         if conn.dialect.name == "postgresql" and len(rows) >= 1000:
-            _copy_blobs(conn, rows)
+            written = _copy_blobs(conn, rows)
         else:
-            insert_ignore(conn, blobs, rows)
-        chunked = {r["address"]: r["chunk_set"] for r in rows if r["chunk_set"] is not None}
-        if chunked:
-            # A concurrent writer may have stored a large blob first: keep the row that
-            # landed and delete our spare chunks (as put_stream does).
-            landed = _existing(conn, list(chunked))
-            for address, ours in chunked.items():
-                if landed[address].chunk_set != ours:
-                    conn.execute(sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == ours))
-                    results = [
-                        PutResult(p.digest, False) if p.digest.blake3 == address else p
-                        for p in results
-                    ]
+            written = {k[0] for k in insert_returning(conn, blobs, rows)}
+        for r in rows:
+            if r["chunk_set"] is not None and r["address"] not in written:
+                # A concurrent writer stored this large blob first: keep the row that
+                # landed and delete our spare chunks (as put_stream does).
+                conn.execute(
+                    sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == r["chunk_set"])
+                )
+    results: list[PutResult] = []
+    for dg in digests:
+        new = dg.blake3 in written
+        written.discard(dg.blake3)  # only the first occurrence within items is new
+        results.append(PutResult(dg, new))
     return results
 
 
-def _copy_blobs(conn: Connection, rows: list[dict[str, Any]]) -> None:
+def _copy_blobs(conn: Connection, rows: list[dict[str, Any]]) -> set[str]:
     """PostgreSQL bulk path: binary COPY straight into ``blobs`` inside a savepoint.
 
     COPY cannot skip duplicates, and a concurrent writer may have stored some of the same
@@ -359,6 +425,9 @@ def _copy_blobs(conn: Connection, rows: list[dict[str, Any]]) -> None:
     (deadlock, lock or statement timeout, lost connection) leaves as SQLAlchemy's wrapper of
     it, which the transaction's error boundary classifies, retries or translates like any
     statement's (:meth:`evstore.db.Database.run_transaction`).
+
+    Returns:
+        The addresses this call inserted (all of them when the direct COPY succeeded).
     """
     import psycopg
 
@@ -375,7 +444,7 @@ def _copy_blobs(conn: Connection, rows: list[dict[str, Any]]) -> None:
         try:
             with conn.begin_nested(), raw.cursor() as cur:
                 copy_into(cur, "blobs")
-            return
+            return {r["address"] for r in rows}
         except psycopg.errors.UniqueViolation:
             pass
         with raw.cursor() as cur:
@@ -387,9 +456,11 @@ def _copy_blobs(conn: Connection, rows: list[dict[str, Any]]) -> None:
             copy_into(cur, "evstore_blob_stage")
             cur.execute(
                 f"INSERT INTO blobs ({columns}) SELECT {columns} FROM evstore_blob_stage "
-                "ON CONFLICT DO NOTHING"
+                "ORDER BY address ON CONFLICT DO NOTHING RETURNING address"
             )
+            written = {r[0] for r in cur.fetchall()}
             cur.execute("DELETE FROM evstore_blob_stage")
+    return written
 
 
 def put_bytes(conn: Connection, data: bytes) -> PutResult:
@@ -442,25 +513,18 @@ def put_stream(conn: Connection, stream: BinaryIO | Iterable[bytes]) -> PutResul
         )
     existing = _existing(conn, [dg.blake3]).get(dg.blake3)
     if existing is None:
-        insert_ignore(
-            conn,
-            blobs,
-            [
-                {
-                    "address": dg.blake3,
-                    "sha256": dg.sha256,
-                    "size": dg.size,
-                    "data": None,
-                    "chunk_set": chunk_set,
-                }
-            ],
-        )
-        # A concurrent writer may have won; keep whichever row landed and drop spare chunks.
-        landed = _existing(conn, [dg.blake3])[dg.blake3]
-        if landed.chunk_set != chunk_set:
-            conn.execute(sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == chunk_set))
-            return PutResult(dg, False)
-        return PutResult(dg, True)
+        row = {
+            "address": dg.blake3,
+            "sha256": dg.sha256,
+            "size": dg.size,
+            "data": None,
+            "chunk_set": chunk_set,
+        }
+        if insert_returning(conn, blobs, [row]):
+            return PutResult(dg, True)
+        # A concurrent writer won: keep its row and drop our spare chunks.
+        conn.execute(sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == chunk_set))
+        return PutResult(dg, False)
     if verify_stored(conn, existing) is None:
         conn.execute(sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == chunk_set))
     else:  # repair: point the row at the fresh chunks

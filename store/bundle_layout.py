@@ -324,10 +324,13 @@ class BundleFile:
     value: Any = None
 
 
-def _load(data: bytes, path: str) -> Any:
-    """Parse with the strict reader, naming the bundle file in a ``json.*`` fault."""
+def _load(data: bytes, path: str, *, number_tokens: bool = False) -> Any:
+    """Parse with the strict reader, naming the bundle file in a ``json.*`` fault.
+
+    ``number_tokens``: keep 10.0 and 1e1 as floats (unit ids must be integer tokens).
+    """
     try:
-        return loads(data)
+        return loads(data, number_tokens=number_tokens)
     except EvstoreError as err:
         err.path = path
         raise
@@ -376,6 +379,14 @@ def read_bundle(directory: str | os.PathLike[str]) -> tuple[bytes, Any, list[Bun
         assert raw is not None  # index_faults reported missing files
         known = BUNDLE_KINDS.get(desc["artifact_kind"])
         kind = known.kind if known else None
-        value = _load(raw, desc["logical_file"]) if kind is not None else None
+        value = (
+            _load(
+                raw,
+                desc["logical_file"],
+                number_tokens=kind in ("evidence-context", "source-document"),
+            )
+            if kind is not None
+            else None
+        )
         files.append(BundleFile(desc["logical_file"], dname, dict(desc), raw, kind, value))
     return index_data, index, files

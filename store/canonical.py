@@ -18,7 +18,13 @@ address. It rejects, with :class:`~evstore.errors.JSONFormError`:
                           reads back as one (1e20 is canonically 100000000000000000000)
     json.depth            nesting deeper than :data:`MAX_DEPTH`
 
-Canonical bytes come from the ``rfc8785`` package (the oracle); no faster path is used.
+Canonical bytes: for a value with no float and no member name outside the Basic Multilingual
+Plane (the common case, found by :func:`_scan`), the C ``json`` encoder with sorted keys and no
+whitespace gives exactly the RFC 8785 bytes (strings, integers and literals serialise
+identically; sorting by UTF-16 code units is code point order within the BMP). Every other
+value goes through the ``rfc8785`` package, which is also the oracle:
+tests/property/test_canonical_property.py checks ``dumps`` against ``rfc8785.dumps`` on
+generated values (a differential test), so the two paths never give different bytes.
 """
 
 from __future__ import annotations
@@ -55,6 +61,10 @@ def _no_constant(name: str) -> Any:
     raise _err("json.non-finite", f"{name} is not a JSON number")
 
 
+# Said with every json.int-range fault: what to do instead.
+_AS_STRING = "; I-JSON numbers are doubles, so send a larger integer as a JSON string"
+
+
 def _short(text: str) -> str:
     return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
@@ -63,11 +73,11 @@ def _parse_int(text: str) -> int:
     # JSON has no leading zeros and 2**53-1 has 16 digits: a longer literal is out of range.
     # Checking the length first also keeps int() away from Python's 4300-digit limit.
     if len(text) - (text[0] == "-") > 16:
-        raise _err("json.int-range", f"integer {_short(text)} is beyond +-(2**53-1)")
+        raise _err("json.int-range", f"integer {_short(text)} is beyond +-(2**53-1){_AS_STRING}")
     value = int(text)
     if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
         return value
-    raise _err("json.int-range", f"integer {text} is beyond +-(2**53-1)")
+    raise _err("json.int-range", f"integer {text} is beyond +-(2**53-1){_AS_STRING}")
 
 
 def _parse_float(text: str) -> float | int:
@@ -77,7 +87,8 @@ def _parse_float(text: str) -> float | int:
     if _float_reads_back_out_of_range(value):
         raise _err(
             "json.int-range",
-            f"{_short(text)} is canonically the integer {int(value)}, beyond +-(2**53-1)",
+            f"{_short(text)} is canonically the integer {int(value)}, beyond +-(2**53-1)"
+            + _AS_STRING,
         )
     if value == 0.0 and any(c in "123456789" for c in text.split("e")[0].split("E")[0]):
         raise _err(
@@ -89,6 +100,14 @@ def _parse_float(text: str) -> float | int:
         # its address does.
         return int(value)  # type: ignore[return-value]
     return value
+
+
+def _parse_float_token(text: str) -> float | int:
+    # As _parse_float, but a number written with a fraction or exponent stays a float (10.0,
+    # 1e1), so rules that require a JSON integer token can see it. Its canonical bytes are the
+    # same (RFC 8785 writes 10.0 as 10).
+    value = _parse_float(text)
+    return float(value) if type(value) is int else value
 
 
 def _float_reads_back_out_of_range(value: float) -> bool:
@@ -112,6 +131,17 @@ _DECODER = json.JSONDecoder(
     parse_float=_parse_float,
     parse_constant=_no_constant,
 )
+
+
+# The same reader, keeping the form of integral numbers written with a fraction or exponent.
+_TOKEN_DECODER = json.JSONDecoder(
+    object_pairs_hook=_pairs,
+    parse_int=_parse_int,
+    parse_float=_parse_float_token,
+    parse_constant=_no_constant,
+)
+# A fraction or exponent right after a digit: only then can a token-keeping parse differ.
+_FRACTION_OR_EXPONENT = re.compile("[0-9][.eE]")
 
 
 class _Fault(Exception):
@@ -274,11 +304,18 @@ def _locate(text: str) -> str:
     return ""
 
 
-def loads(data: bytes | bytearray | memoryview | str) -> Any:
+def loads(data: bytes | bytearray | memoryview | str, *, number_tokens: bool = False) -> Any:
     """Parse JSON strictly (see the module docstring for every rule).
+
+    By default a number with an integral value is an ``int`` however it is written (``10``,
+    ``10.0``, ``1e1``): every rule judges it as its canonical form ``10``, like its address.
+    With ``number_tokens`` such a number written with a fraction or exponent stays a
+    ``float``, for contracts that require a JSON integer token (evidence-context unit ids,
+    docs/bundle.md). Either way :func:`dumps` of the value gives the same canonical bytes.
 
     Args:
         data: UTF-8 bytes (a file, stdin or a request body) or an already decoded str.
+        number_tokens: keep ``10.0`` and ``1e1`` as floats (see above).
 
     Returns:
         The value: dict, list, str, int, float, bool or None.
@@ -288,10 +325,10 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
             ``json.non-finite``, ``json.surrogate``, ``json.int-range``,
             ``json.number-range`` or ``json.depth``.
     """
-    return _checked(_decode(data))[0]
+    return _checked(_decode(data, number_tokens))[0]
 
 
-def _decode(data: bytes | bytearray | memoryview | str) -> Any:
+def _decode(data: bytes | bytearray | memoryview | str, number_tokens: bool = False) -> Any:
     """Text checks and the strict decoder (no tree walk)."""
     if isinstance(data, str):
         if data.startswith("\ufeff"):
@@ -305,8 +342,9 @@ def _decode(data: bytes | bytearray | memoryview | str) -> Any:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise _err("json.utf8", f"invalid UTF-8 at byte {exc.start}") from None
+    decoder = _TOKEN_DECODER if number_tokens and _FRACTION_OR_EXPONENT.search(text) else _DECODER
     try:
-        value = _DECODER.decode(text)
+        value = decoder.decode(text)
     except JSONFormError as err:
         err.pointer = _locate(text)
         raise
@@ -357,12 +395,12 @@ def _check_domain(value: Any) -> None:
             if _float_reads_back_out_of_range(node):
                 raise _err(
                     "json.int-range",
-                    f"{node!r} is canonically {int(node)}, beyond +-(2**53-1)",
+                    f"{node!r} is canonically {int(node)}, beyond +-(2**53-1){_AS_STRING}",
                     ptr,
                 )
         elif isinstance(node, int):
             if not -MAX_SAFE_INTEGER <= node <= MAX_SAFE_INTEGER:
-                raise _err("json.int-range", "integer beyond +-(2**53-1)", ptr)
+                raise _err("json.int-range", f"integer beyond +-(2**53-1){_AS_STRING}", ptr)
         elif isinstance(node, dict):
             stack.extend((v, join_pointer(ptr, k)) for k, v in node.items() if isinstance(k, str))
         elif isinstance(node, (list, tuple)):
@@ -377,7 +415,7 @@ def _encode(value: Any, simple: bool) -> bytes:
     try:
         return rfc8785.dumps(value)
     except rfc8785.IntegerDomainError as exc:
-        raise _err("json.int-range", str(exc)) from None
+        raise _err("json.int-range", f"{exc}{_AS_STRING}") from None
     except rfc8785.FloatDomainError as exc:
         raise _err("json.non-finite", str(exc)) from None
     except rfc8785.CanonicalizationError as exc:

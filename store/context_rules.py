@@ -303,10 +303,13 @@ def _member_rules(doc: list[Any]) -> list[_Pending]:
         at = join_pointer("", i)
         value = unit.get("id")
         # JSON Schema's data model equates 10.0 and 10; the contract asks for an integer
-        # written without fraction (a value the strict reader never produces, but the pure
-        # rules also take values built in Python).
+        # written without fraction or exponent. The strict reader keeps 10.0 and 1e1 as
+        # floats for these kinds (loads(number_tokens=True)), so they arrive here as floats.
         if type(value) is float and value.is_integer() and abs(value) <= _MAX_SAFE_INT:
-            message = f"unit id must be a JSON integer within +-(2^53-1), got {show(value)}"
+            message = (
+                f"unit id must be a JSON integer written without fraction or exponent, got "
+                f"{show(value)} (write {int(value)})"
+            )
             out.append(_Pending((i, STEP_MEMBER, 0), "context.unit-id", message, at + "/id", {}))
         uid = value if _is_json_int(value) else None
         ref = unit.get("ref")

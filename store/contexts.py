@@ -101,6 +101,8 @@ class EvidenceContextKind:
     ``checked`` or ``unchecked``.
     """
 
+    #: Unit ids must be JSON integer tokens: the reader keeps 10.0 and 1e1 as floats.
+    number_tokens = True
     name = "evidence-context"
     contract_version = CONTRACT_VERSION
 
@@ -171,6 +173,8 @@ class SourceDocumentKind:
     with lookup attribute ``source_id``; ``info`` gives the number of units.
     """
 
+    #: Unit ids must be JSON integer tokens: the reader keeps 10.0 and 1e1 as floats.
+    number_tokens = True
     name = "source-document"
     contract_version = CONTRACT_VERSION
 

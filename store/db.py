@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
+import os
 import random
 import re
 import sqlite3
 import sys
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
@@ -59,10 +62,40 @@ __all__ = [
 BUSY_TIMEOUT_MS = 30_000
 #: How many times :meth:`Database.run_transaction` runs a transaction that meets contention.
 RETRIES = 20
+#: The PostgreSQL advisory lock a retried write transaction holds (see run_transaction).
+_RETRY_LOCK = 7403012512
 #: No retry starts after this many seconds since the first attempt (then ``store.busy``).
 RETRY_BUDGET_S = 120.0
 
 T = TypeVar("T")
+
+#: The URL options a SQLite store accepts: each opens the file read-only (SQLite URI
+#: parameters). ``immutable=1`` also reads a store in a read-only folder or mount.
+_SQLITE_READ_ONLY = ({"mode": "ro"}, {"immutable": "1"}, {"mode": "ro", "immutable": "1"})
+
+
+class _OneLinePoolLog(logging.Filter):
+    """Turn the connection pool's error-with-traceback records into one warning line.
+
+    When a pooled connection breaks (a terminated PostgreSQL backend), SQLAlchemy's pool
+    logs "Exception during reset or similar" at error level with a full traceback, although
+    the call itself is answered (a typed ``store.*`` error, or success on a fresh connection).
+    A long-running process then prints a traceback to stderr for a fault already handled.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            record.msg = "evstore: a database connection broke and was dropped (%s: %s)"
+            record.args = (type(exc).__name__, _first_line(exc))
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+for _pool in ("QueuePool", "NullPool", "SingletonThreadPool", "StaticPool"):
+    logging.getLogger(f"sqlalchemy.pool.impl.{_pool}").addFilter(_OneLinePoolLog())
 
 
 def normalize_url(url: str) -> str:
@@ -290,6 +323,28 @@ class SchemaState:
         return bool(self.current)
 
 
+def _read_only_options(path: Path) -> dict[str, str]:
+    """URI options that let this process read a SQLite store it cannot write ({} if it can).
+
+    A store file this process cannot write, or whose folder (or mount) it cannot write while
+    the WAL files are absent, is opened read-only: ``mode=ro`` when the ``-shm`` file exists
+    (a writer may have the store open: reads stay WAL snapshot reads), else ``immutable=1``
+    (no writer has it open in WAL mode; SQLite then needs no ``-shm`` file at all).
+    """
+    try:
+        if not path.is_file():
+            return {}
+        side = [Path(f"{path}-wal"), Path(f"{path}-shm")]
+        writable = os.access(path, os.W_OK) and (
+            os.access(path.parent, os.W_OK) or all(os.access(p, os.W_OK) for p in side)
+        )
+        if writable:
+            return {}
+        return {"mode": "ro"} if side[1].exists() else {"immutable": "1"}
+    except OSError:
+        return {}  # the connection reports what is wrong
+
+
 class Database:
     """An engine for one store URL plus the transaction helper.
 
@@ -318,9 +373,13 @@ class Database:
                 " postgresql://USER@HOST/DB (psycopg 3)",
                 code="store.url",
             )
-        if parsed.query:
+        options = dict(parsed.query)
+        self.read_only = False
+        if options and (self.backend != "sqlite" or options not in _SQLITE_READ_ONLY):
             raise StoreStateError(
-                f"store URL options are not supported: {sorted(parsed.query)}", code="store.url"
+                f"store URL options are not supported: {sorted(parsed.query)} (a SQLite store"
+                " takes only ?mode=ro or ?immutable=1, to read it without writing)",
+                code="store.url",
             )
         self.display_url = parsed.render_as_string(hide_password=True)
         self.sqlite_path: Path | None = None
@@ -331,18 +390,71 @@ class Database:
                     "an evstore SQLite store is a file: use sqlite:///PATH", code="store.url"
                 )
             self.sqlite_path = Path(db)
-            self.engine: Engine = sa.create_engine(
-                self.url,
-                connect_args={"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
-            )
-            _sqlite_events(self.engine)
+            if not options or options == {"mode": "ro"}:
+                # a store this process cannot write is still read (every read command works)
+                options = {**options, **_read_only_options(self.sqlite_path)}
+            self.read_only = bool(options)
+            self._identity: tuple[int, int] | None = None
+            connect_args: dict[str, Any] = {
+                "timeout": BUSY_TIMEOUT_MS / 1000,
+                "check_same_thread": False,
+            }
+            if options:  # ?mode=ro / ?immutable=1: an SQLite URI filename, opened read-only
+                query = "&".join(f"{k}={v}" for k, v in sorted(options.items()))
+                uri = f"file:{urllib.parse.quote(str(self.sqlite_path.absolute()))}?{query}"
+                connect_args["uri"] = True
+                self.engine: Engine = sa.create_engine(
+                    "sqlite://",
+                    creator=lambda: sqlite3.connect(uri, **connect_args),
+                )
+            else:
+                self.engine = sa.create_engine(self.url, connect_args=connect_args)
+            _sqlite_events(self.engine, self)
         else:
             # No server-side prepared statements: after five runs psycopg would prepare a
             # statement and PostgreSQL would keep a generic plan made while the tables were
             # nearly empty, turning batched key lookups into scans (measured 3.6x slower
             # manifest ingest, bench/manifests.py).
+            # pool_pre_ping: a pooled connection whose backend was terminated (an admin, a
+            # server restart) is replaced at checkout instead of failing the next call.
             self.engine = sa.create_engine(
-                self.url, pool_pre_ping=False, connect_args={"prepare_threshold": None}
+                self.url, pool_pre_ping=True, connect_args={"prepare_threshold": None}
+            )
+
+    # -- the store file's identity (SQLite) ------------------------------------------------
+    def check_identity(self) -> None:
+        """Refuse a SQLite store file deleted or replaced since this process first opened it.
+
+        The file's device and inode are recorded at the first connection; every later
+        connection, transaction start and commit compares them (one ``stat``), so a write
+        into a file that is no longer the store is refused before it is acknowledged. A
+        no-op on PostgreSQL.
+
+        Raises:
+            StoreStateError: ``store.replaced``.
+        """
+        if self.sqlite_path is None:
+            return
+        try:
+            st = os.stat(self.sqlite_path)
+        except FileNotFoundError:
+            if self._identity is None:
+                return  # not created yet: opening reports store.missing, init creates it
+            raise StoreStateError(
+                f"the store file {self.sqlite_path} was deleted while this process had it"
+                " open; nothing more is written (open the store again)",
+                code="store.replaced",
+            ) from None
+        except OSError:
+            return  # unreadable metadata: the connection itself reports the fault
+        found = (st.st_dev, st.st_ino)
+        if self._identity is None:
+            self._identity = found
+        elif found != self._identity:
+            raise StoreStateError(
+                f"the store file {self.sqlite_path} was replaced by another file while this"
+                " process had it open; nothing more is written (open the store again)",
+                code="store.replaced",
             )
 
     # -- existence and schema -------------------------------------------------------------
@@ -389,11 +501,18 @@ class Database:
 
         Raises:
             StoreStateError: ``store.schema-ahead`` when the store is newer than the code;
+                ``store.read-only`` when opened with ``?mode=ro``/``?immutable=1``;
                 ``store.unreachable``.
         """
         from alembic import command
         from alembic.script import ScriptDirectory
 
+        if self.read_only:
+            raise StoreStateError(
+                f"the store {self.display_url} is opened read-only (a URL option): it cannot"
+                " be created or migrated",
+                code="store.read-only",
+            )
         cfg = _alembic_config()
         before = self.schema_state().current
         script = ScriptDirectory.from_config(cfg)
@@ -456,7 +575,7 @@ class Database:
             )
 
     # -- transactions ---------------------------------------------------------------------
-    def run_transaction(self, work: Callable[[Connection], T]) -> T:
+    def run_transaction(self, work: Callable[[Connection], T], *, serialize: bool = False) -> T:
         """Run ``work(conn)`` in one transaction, retrying when the backend reports contention.
 
         ``work`` must be repeatable: it is called again from the start after a rollback.
@@ -473,16 +592,24 @@ class Database:
         """
         deadline = time.monotonic() + RETRY_BUDGET_S
         attempt = 0
+        serialize = serialize and self.backend == "postgresql"
         while True:
             attempt += 1
             try:
                 with self.engine.begin() as conn:
+                    if serialize:
+                        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_RETRY_LOCK})")
                     return work(conn)
             except Exception as exc:
                 fault = classify(exc)
                 if fault is None:
                     raise
                 if fault.retryable and attempt < RETRIES and time.monotonic() < deadline:
+                    # On PostgreSQL a transaction that met a deadlock or a serialization
+                    # failure runs again holding the store's retry lock: retried writers
+                    # queue behind each other instead of deadlocking again (a multi-statement
+                    # ingest writes keys in document order, which no sort can make global).
+                    serialize = self.backend == "postgresql"
                     time.sleep(_backoff(attempt))
                     continue
                 raise translate(exc, self.display_url) from exc
@@ -519,27 +646,58 @@ class Database:
         self.engine.dispose()
 
 
-def _sqlite_events(engine: Engine) -> None:
+def _sqlite_events(engine: Engine, db: Database) -> None:
     """WAL, synchronous=NORMAL, busy timeout, and BEGIN IMMEDIATE for every transaction.
 
     pysqlite's own transaction handling is turned off (isolation_level=None) so the BEGIN we
     emit is the one that runs; this is the SQLAlchemy documented recipe for SQLite locking.
+    Every new connection, every BEGIN and every COMMIT first checks that the store file is
+    still the one this process opened (:meth:`Database.check_identity`).
     """
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        db.check_identity()
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
         cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        cur.execute("PRAGMA journal_mode = WAL")
+        if not db.read_only:  # a read-only connection keeps the file's journal mode (WAL)
+            cur.execute("PRAGMA journal_mode = WAL")
         cur.execute("PRAGMA synchronous = NORMAL")
         cur.execute("PRAGMA foreign_keys = ON")
         cur.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
+        try:
+            db.check_identity()
+        except StoreStateError:
+            _salvage_wal(conn)
+            raise
         # Readers take a deferred (snapshot) transaction: under WAL they never block writers.
         if conn.get_execution_options().get("evstore_read"):
             conn.exec_driver_sql("BEGIN")
         else:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    @event.listens_for(engine, "commit")
+    def _on_commit(_conn: Connection) -> None:
+        # Before anything is acknowledged: a write into a deleted or replaced file is lost.
+        db.check_identity()
+
+
+def _salvage_wal(conn: Connection) -> None:
+    """Move this connection's WAL frames into the file it opened, and empty the ``-wal`` file.
+
+    After the store file was replaced, the ``-wal`` file beside the path still holds this
+    process's frames, and SQLite would apply them to whatever file now has the name (another
+    store's content would vanish). A ``TRUNCATE`` checkpoint on a connection opened before
+    the replacement writes them into the old file and truncates the ``-wal`` file. Best
+    effort: a failure leaves the ``store.replaced`` error to speak.
+    """
+    raw = conn.connection.dbapi_connection
+    try:
+        if raw is not None:
+            raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    except sqlite3.Error:
+        pass

@@ -55,12 +55,21 @@ __all__ = [
     "error_class",
     "escape_pointer",
     "join_pointer",
+    "pointer_phrase",
 ]
 
 
 def escape_pointer(token: str | int) -> str:
     """Escape one JSON Pointer reference token (RFC 6901 section 3)."""
     return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def pointer_phrase(pointer: str) -> str:
+    """Where a fault is, for people: ``"at /a/0"``, and ``"at the document root"`` for ``""``.
+
+    RFC 6901 reads ``"/"`` as the member named ``""``, so the root is never written that way.
+    """
+    return f"at {pointer}" if pointer else "at the document root"
 
 
 def join_pointer(base: str, *tokens: str | int) -> str:
@@ -128,7 +137,9 @@ class EvstoreError(Exception):
         return out
 
     def __str__(self) -> str:
-        where = f" at {self.pointer}" if self.pointer else ""
+        # "" is the whole document (RFC 6901), never "/" (the member named ""); errors that are
+        # not about a document (no rule) name no place.
+        where = f" {pointer_phrase(self.pointer)}" if self.pointer or self.rule else ""
         src = f"{self.path}: " if self.path else ""
         return f"{src}{self.code}{where}: {self.message}"
 
@@ -316,6 +327,8 @@ _TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
      "the store cannot be written (a read-only file, folder, mount or transaction)"),
     ("store.kind-unavailable", "store", "",
      "the handler of a kind cannot be loaded in this installation (a dependency is missing)"),
+    ("store.replaced", "store", "",
+     "the SQLite store file was deleted or replaced while the process had it open"),
     ("store.database", "store", "", "another database error"),
     # -- templiqx v1alpha1 evidence fragments
     ("fragment.shape", "contract", "templiqx-evidence-fragment-v1alpha1#fragment-shape",

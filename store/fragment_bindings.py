@@ -352,7 +352,9 @@ def check_fragment(
     content = content_bytes(txn, st, sha)
     if content is None:  # a record whose blob went missing: fail closed
         return None, [unknown_content(frag["document_id"], frag["fragment_id"], pointer)]
-    return sha, verify_against(frag, content, pointer, content_sha256=sha, shape_checked=True)
+    return sha, verify_against(
+        frag, content, pointer, content_sha256=sha, shape_checked=True, source=True
+    )
 
 
 def ingest_scope(txn: Txn, pointer: str = "") -> tuple[dict[str, str] | None, list[EvstoreError]]:

@@ -130,7 +130,12 @@ def audit_fragment(frag: Any, address: str, pointer: str, txn: Txn) -> Faults:
             continue
         content = txn.read_blob(row)  # CorruptionError propagates: reported by check
         faults.errors += verify_against(
-            frag, content, pointer, content_sha256=row.digest.sha256, shape_checked=True
+            frag,
+            content,
+            pointer,
+            content_sha256=row.digest.sha256,
+            shape_checked=True,
+            source=True,
         )
         for ptr, checksum in revision_checksums(frag, revision_keys(txn), pointer):
             bound = txn.binding(NS_REV_CONTENT, revision_content_key(checksum, frag["fragment_id"]))
@@ -530,7 +535,7 @@ class FragmentOps:
             if src is None:
                 raise error(UNKNOWN_CONTENT, "the recorded source is not stored")
             content = txn.read_blob(src)
-        faults = verify_against(frag, content, content_sha256=src.digest.sha256)
+        faults = verify_against(frag, content, content_sha256=src.digest.sha256, source=True)
         if faults:
             raise faults[0]
         return content[int(frag["start_offset"]) : int(frag["end_offset"])]

@@ -12,12 +12,16 @@ This module knows no contract and no database: it runs inside a transaction the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import itertools
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from .artifacts import ArtifactResult, Document, IngestReport
-from .canonical import loads_canonical
+from .canonical import loads, loads_canonical
 from .errors import EvstoreError, Faults, InputError, error
 from .kinds import detect_kind, get_handler
 from .txn import Txn
@@ -26,11 +30,24 @@ __all__ = [
     "Document",
     "IngestReport",
     "Parsed",
+    "Progress",
+    "STREAM_CHUNK",
     "Transact",
+    "as_documents",
+    "chunked",
     "ingest_documents",
+    "offset_progress",
+    "one_shot",
     "parse_documents",
+    "run_batches",
     "validate_documents",
 ]
+
+T = TypeVar("T")
+
+#: Documents (or byte strings) read, parsed and written at a time inside one transaction: what
+#: a streamed call holds in memory beyond its results.
+STREAM_CHUNK = 500
 
 #: ``transaction(work, mode=..., options=..., supplied=...)``: :meth:`evstore.Store.transaction`.
 Transact = Callable[..., Any]
@@ -60,7 +77,9 @@ def parse_documents(docs: Sequence[Document]) -> list[Parsed]:
         try:
             value, canonical = loads_canonical(d.data)
             kind = d.kind or detect_kind(value)
-            get_handler(kind)
+            if getattr(get_handler(kind), "number_tokens", False):
+                # The kind's rules need to see 10.0 as written (canonical bytes unchanged).
+                value = loads(d.data, number_tokens=True)
         except EvstoreError as err:
             err.path = d.name
             raise
@@ -109,8 +128,104 @@ def _write_batch(handler: Any, run: list[Parsed], txn: Txn) -> list[ArtifactResu
     return list(handler.flush(specs, txn))
 
 
-def _ingest_work(parsed: list[Parsed], txn: Txn) -> IngestReport:
-    report = IngestReport(documents=len(parsed))
+def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``items`` in lists of at most ``size`` (the last may be shorter), read lazily."""
+    it = iter(items)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
+
+
+def one_shot(items: Iterable[T]) -> Callable[[], Iterable[T]]:
+    """A getter of ``items`` for a transaction body that may be run again on contention.
+
+    A sequence is returned again on every call; any other iterable (a generator, a file's
+    lines) can be read once, so a second call raises ``store.busy`` instead of silently
+    storing nothing.
+    """
+    used = [False]
+
+    def take() -> Iterable[T]:
+        if isinstance(items, Sequence):
+            return items
+        if used[0]:
+            raise error(
+                "store.busy",
+                "the database was busy and the streamed input cannot be read again; "
+                "nothing was written: run the command again",
+            )
+        used[0] = True
+        return items
+
+    return take
+
+
+def _one_document(obj: Any) -> Document | None:
+    """The :class:`Document` of one input value, or None when ``obj`` is no single document."""
+    if isinstance(obj, Document):
+        return obj
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return Document(bytes(obj))
+    if isinstance(obj, os.PathLike):
+        path = os.fspath(obj)
+        try:
+            return Document(Path(path).read_bytes(), name=str(path))
+        except OSError as exc:
+            raise error(
+                "input.unreadable", f"cannot read {path}: {exc.strerror}", path=str(path)
+            ) from None
+    if isinstance(obj, dict) or (isinstance(obj, list) and obj):
+        try:
+            text = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise error("input.invalid", f"the value is not JSON: {exc}") from None
+        return Document(text.encode("utf-8"))
+    return None
+
+
+def _each_document(items: Iterable[Any]) -> Iterator[Document]:
+    for i, obj in enumerate(items):
+        doc = _one_document(obj) if not isinstance(obj, (dict, list)) else None
+        if doc is None:
+            raise error(
+                "input.invalid",
+                f"item {i} of the documents is a {type(obj).__name__}: each item must be a "
+                "Document, JSON text as bytes or a pathlib.Path",
+                item=i,
+            )
+        yield doc
+
+
+def as_documents(obj: Any) -> Iterable[Document]:
+    """The documents of an ``ingest``/``validate`` input (streamed when ``obj`` is).
+
+    One document: a :class:`Document`; a parsed JSON value (a ``dict``, or a non-empty
+    ``list`` that is not a list of Documents: one array document); JSON text as ``bytes``;
+    a ``pathlib.Path`` (any ``os.PathLike``) read as it is. Many documents: a list of
+    Documents, or any other iterable (tuple, generator) whose items are Documents, bytes or
+    paths (read one at a time). An empty list is no document.
+
+    Raises:
+        InputError: ``input.invalid`` for anything else (a ``str`` is refused: pass JSON
+            text as bytes or a path as ``pathlib.Path``), or a value that is not JSON;
+            ``input.unreadable`` for a path that cannot be read.
+    """
+    if isinstance(obj, list) and obj and all(isinstance(d, Document) for d in obj):
+        return obj
+    if isinstance(obj, list) and not obj:
+        return obj
+    doc = _one_document(obj)
+    if doc is not None:
+        return [doc]
+    if isinstance(obj, (str, int, float, bool)) or obj is None or not isinstance(obj, Iterable):
+        raise error(
+            "input.invalid",
+            f"cannot ingest a {type(obj).__name__}: give a Document, a dict or list (a parsed "
+            "JSON value), JSON text as bytes, a pathlib.Path, or an iterable of Documents",
+        )
+    return _each_document(obj)
+
+
+def _write_parsed(parsed: list[Parsed], txn: Txn, report: IngestReport) -> None:
     i = 0
     while i < len(parsed):
         p = parsed[i]
@@ -131,38 +246,141 @@ def _ingest_work(parsed: list[Parsed], txn: Txn) -> IngestReport:
             err.path = err.path or p.doc.name
             raise
         i += 1
+
+
+#: ``progress(items done)``: called after each chunk of a streamed call (items so far).
+Progress = Callable[[int], None]
+
+
+def offset_progress(progress: Progress | None, base: int) -> Progress | None:
+    """``progress`` counting from ``base`` (the items committed by earlier batches)."""
+    if progress is None:
+        return None
+    return lambda n: progress(base + n)
+
+
+def _ingest_work(
+    docs: Iterable[Document], txn: Txn, progress: Progress | None = None
+) -> IngestReport:
+    """Ingest ``docs`` in this transaction, :data:`STREAM_CHUNK` documents at a time.
+
+    Within a chunk every document is read (JSON form, kind) before the first is checked;
+    memory holds one chunk's parsed values. ``progress(documents done)`` after each chunk.
+    """
+    report = IngestReport()
+    for chunk in chunked(docs, STREAM_CHUNK):
+        report.documents += len(chunk)
+        _write_parsed(parse_documents(chunk), txn, report)
+        if progress is not None:
+            progress(report.documents)
     unused = txn.unused_supplied()
     if unused:
         raise _unused_error(unused)
     return report
 
 
+def _batch_note(err: EvstoreError, done: int, stored: int) -> None:
+    """Say in ``err`` which batches were committed before the failing one."""
+    err.details["batch"] = done + 1
+    err.details["committed_batches"] = done
+    err.details["committed_items"] = stored
+    if done:
+        err.message += (
+            f" (batch {done + 1} was rolled back; batches 1-{done} were committed: "
+            f"{stored} item(s) stored)"
+        )
+    else:
+        err.message += " (batch 1 was rolled back; nothing was stored)"
+
+
+def run_batches(
+    items: Iterable[T],
+    batch: int,
+    work: Callable[[list[T]], Any],
+    on_batch: Callable[[int, int], None] | None = None,
+) -> list[Any]:
+    """Run ``work(chunk)`` (one transaction each) over ``items`` in chunks of ``batch``.
+
+    Returns:
+        Each chunk's result, in order.
+
+    Raises:
+        Whatever ``work`` raises, with ``details`` ``batch``, ``committed_batches`` and
+        ``committed_items`` and a message saying which batches were committed.
+    """
+    if batch < 1:
+        raise error("input.invalid", f"batch size must be at least 1, not {batch}")
+    out: list[Any] = []
+    stored = 0
+    for chunk in chunked(items, batch):
+        try:
+            out.append(work(chunk))
+        except EvstoreError as err:
+            _batch_note(err, len(out), stored)
+            raise
+        stored += len(chunk)
+        if on_batch is not None:
+            on_batch(len(out), stored)
+    return out
+
+
 def ingest_documents(
     transaction: Transact,
-    docs: Sequence[Document],
+    docs: Iterable[Document],
     *,
     options: dict[str, Any] | None = None,
     supplied: Sequence[bytes] = (),
+    batch: int | None = None,
+    on_batch: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> IngestReport:
-    """Validate and store JSON documents in one transaction (all or nothing).
+    """Validate and store JSON documents: one transaction (all or nothing), or batches.
 
     Args:
         transaction: :meth:`evstore.Store.transaction` of the store written to.
-        docs: the documents, in order.
+        docs: the documents, in order: any iterable, read :data:`STREAM_CHUNK` at a time.
         options: kind-specific options (e.g. ``scope`` for fragments).
         supplied: bytes the documents may refer to by SHA-256; stored only when used.
+        batch: None: one transaction for every document. N: one transaction per N documents;
+            every rule that spans a call (supplied bytes must be used, an envelope's package
+            must be stored or in the same call) holds per batch.
+        on_batch: called as ``on_batch(batches committed, documents committed)`` after each
+            committed batch.
+        progress: called as ``progress(documents done)`` after each chunk of
+            :data:`STREAM_CHUNK` (counting committed batches; for a progress display).
 
     Returns:
         The report (``faults`` empty).
 
     Raises:
         The first fault, in the order: JSON form, kind, schema, contract rules,
-        self-address, bindings; then ``input.unused-content``. Nothing is written.
+        self-address, bindings; then ``input.unused-content``. Nothing of the failing
+        transaction is written; with ``batch`` the earlier batches stay committed and the
+        error says so (``details.committed_batches``, ``details.committed_items``).
     """
-    parsed = parse_documents(docs)
-    return transaction(  # type: ignore[no-any-return]
-        lambda txn: _ingest_work(parsed, txn), options=options, supplied=supplied
-    )
+    if batch is None:
+        take = one_shot(docs)
+        return transaction(  # type: ignore[no-any-return]
+            lambda txn: _ingest_work(take(), txn, progress), options=options, supplied=supplied
+        )
+    committed = [0]
+
+    def one(chunk: list[Document]) -> IngestReport:
+        tick = offset_progress(progress, committed[0])
+        return transaction(  # type: ignore[no-any-return]
+            lambda txn: _ingest_work(chunk, txn, tick), options=options, supplied=supplied
+        )
+
+    def after(batches: int, items: int) -> None:
+        committed[0] = items
+        if on_batch is not None:
+            on_batch(batches, items)
+
+    report = IngestReport()
+    for r in run_batches(docs, batch, one, after):
+        report.results.extend(r.results)
+        report.documents += r.documents
+    return report
 
 
 def _validate_work(parsed: list[Parsed], report: IngestReport, txn: Txn) -> None:
@@ -180,8 +398,11 @@ def _validate_work(parsed: list[Parsed], report: IngestReport, txn: Txn) -> None
                 txn.faults.append(err)
         for f in txn.faults[before:]:
             f.path = f.path or p.doc.name
+    # Bytes a failing document would have used are never read (its checks stop at the first
+    # failing stage), so unused bytes are a fault only when no document failed: otherwise it
+    # would be reported although the caller supplied exactly the right bytes.
     unused = txn.unused_supplied()
-    if unused:
+    if unused and not txn.faults and not report.faults:
         txn.faults.append(_unused_error(unused))
 
 
@@ -195,7 +416,8 @@ def validate_documents(
     """Run every check of :func:`ingest_documents`, listing all faults; writes nothing.
 
     Bindings are checked against the store as it is (and against earlier documents of the
-    same call). JSON-form and kind faults are listed per document. Never raises an
+    same call). JSON-form and kind faults are listed per document; ``input.unused-content``
+    only when no document has a fault (a failing document never reads its bytes). Never raises an
     InputError; ``store.kind-unavailable`` and other store errors are raised.
     """
     report = IngestReport(documents=len(docs))

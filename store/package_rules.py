@@ -33,6 +33,7 @@ which accepts ASCII digits only and returns an exact ``int``: ``int()`` alone wo
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -98,6 +99,23 @@ def _int(value: Any) -> int | None:
 
 def _show(text: str) -> str:
     return repr(text if len(text) <= _SHOW else text[:_SHOW] + "...")
+
+
+def _normalisation_hint(quote: str, text: str) -> str:
+    """A message tail when ``quote`` occurs in ``text`` once both share a Unicode normal form.
+
+    Quotes are compared code point for code point (never normalised); a quote copied through an
+    editor that composes or decomposes characters (NFC vs NFD) differs only in form, and the
+    message says so instead of leaving the reader to compare invisible differences.
+    """
+    for form in ("NFC", "NFD"):
+        if unicodedata.normalize(form, quote) in unicodedata.normalize(form, text):
+            return (
+                f"; it does occur under Unicode normalisation {form}: the quote and the text "
+                "use different normal forms (NFC vs NFD), and quotes are compared without "
+                "normalising, so copy the quote from the text exactly"
+            )
+    return ""
 
 
 def decimal_value(value: Any) -> int | None:
@@ -511,7 +529,7 @@ def _envelope_rules(doc: Any, package: Any) -> list[EvstoreError]:
                 error(
                     "envelope.citation-quote",
                     f"quote {_show(quote)} does not occur verbatim in the text of item "
-                    f"{_show(ident)}",
+                    f"{_show(ident)}{_normalisation_hint(quote, text)}",
                     f"{base}/quote",
                     item=f"/items/{ids[ident]}",
                 )

@@ -113,21 +113,40 @@ def schema_faults(part: str, doc: Any, code: str) -> list[EvstoreError]:
     found: list[tuple[tuple[tuple[int, int | str], ...], str, EvstoreError]] = []
     truncated = False
     for e in check.iter_errors(doc):
-        if len(found) == MAX_SCHEMA_FAULTS:
+        if len(found) >= MAX_SCHEMA_FAULTS:
             truncated = True
             break
+        path = list(e.instance_path)
+        schema_path = join_pointer("", *e.schema_path)
+        if isinstance(e.kind, jsonschema_rs.ValidationErrorKind.AdditionalProperties):
+            # One fault per unexpected member, at the member itself (as manifests do): the
+            # enclosing object is not what is wrong.
+            for name in e.kind.unexpected:
+                err = error(
+                    code,
+                    f"member {name!r} is not allowed here",
+                    join_pointer("", *path, name),
+                    keyword=e.kind.name,
+                    schema_path=schema_path,
+                    unexpected=[name],
+                )
+                found.append((_sort_key([*path, name]), e.kind.name, err))
+            continue
         message = e.message
         if len(message) > _MAX_MESSAGE:
             message = message[:_MAX_MESSAGE] + "..."
-        err = error(code, message, join_pointer("", *e.instance_path))
-        err.details.update(keyword=e.kind.name, schema_path=join_pointer("", *e.schema_path))
+        err = error(code, message, join_pointer("", *path))
+        err.details.update(keyword=e.kind.name, schema_path=schema_path)
         extra = e.kind.as_dict()
         # Only the small facts; enum and const values are in the schema already.
         for key in ("property", "unexpected", "limit", "pattern", "format", "types"):
             if key in extra:
                 err.details[key] = extra[key]
-        found.append((_sort_key(list(e.instance_path)), e.kind.name, err))
+        found.append((_sort_key(path), e.kind.name, err))
     found.sort(key=lambda f: (f[0], f[1]))
+    if len(found) > MAX_SCHEMA_FAULTS:
+        truncated = True
+        del found[MAX_SCHEMA_FAULTS:]
     faults = [f[2] for f in found]
     if truncated:
         faults.append(

@@ -19,7 +19,7 @@ branch_labels = None
 depends_on = None
 
 
-def _rebuild(key_columns: list[str]) -> None:
+def _rebuild(key_columns: list[str], key_name: str) -> None:
     # A new table plus a copy works the same on SQLite and PostgreSQL (SQLite cannot alter a
     # primary key in place, and the old key has no portable name).
     op.create_table(
@@ -29,7 +29,7 @@ def _rebuild(key_columns: list[str]) -> None:
         sa.Column("key", sa.Text, nullable=False),
         sa.Column("value", sa.Text, nullable=False),
         sa.Column("origin", sa.String(64), nullable=False, server_default=""),
-        sa.PrimaryKeyConstraint(*key_columns, name="pk_bindings"),
+        sa.PrimaryKeyConstraint(*key_columns, name=key_name),
     )
     op.execute(
         "INSERT INTO bindings_next (namespace, key_digest, key, value, origin) "
@@ -40,8 +40,11 @@ def _rebuild(key_columns: list[str]) -> None:
 
 
 def upgrade() -> None:
-    _rebuild(["key_digest", "namespace"])
+    _rebuild(["key_digest", "namespace"], "pk_bindings")
 
 
 def downgrade() -> None:
-    _rebuild(["namespace", "key_digest"])
+    # Back to 0001's key under 0001's name (PostgreSQL's default ``bindings_pkey``): the new
+    # table's key may not reuse ``pk_bindings`` while the old table still holds that name (on
+    # PostgreSQL a key's name is an index name, unique in the schema).
+    _rebuild(["namespace", "key_digest"], "bindings_pkey")

@@ -56,6 +56,8 @@ def test_a_closed_store_refuses_every_call(store_url):
         "validate": lambda: store.validate([Document(b"{}")]),
         "find": lambda: store.find("key", "k"),
         "ls": lambda: store.ls(),
+        "iter_artifacts": lambda: store.iter_artifacts(),
+        "iter_blobs": lambda: store.iter_blobs(),
         "warnings": lambda: store.warnings(address),
         "load": lambda: store.load(address),
         "check": lambda: store.check(),

@@ -222,3 +222,105 @@ def test_malformed_artifact_rows_and_settings_are_listed_by_check(store):
     assert exc.value.code == "corruption.row"
     codes = [f.code for f in store.check()]
     assert codes == ["corruption.setting", "corruption.row"]
+
+
+@pytest.mark.parametrize("size", [40, INLINE_MAX + 100])
+def test_has_agrees_across_ref_forms_after_a_byte_changes(store, size):
+    """``has`` verifies: a changed byte makes every ref form of the blob answer missing."""
+    data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+    put = store.put(io.BytesIO(data))
+    refs = list(
+        dict.fromkeys(
+            [put.digest.address, *(v for k, v in put.digest.forms().items() if k != "size")]
+        )
+    )
+    assert store.has(refs) == []
+    tampered = bytearray(data[: min(size, CHUNK_SIZE)])
+    tampered[3] ^= 0x01
+    with store.db.engine.begin() as conn:
+        if size <= INLINE_MAX:
+            conn.execute(
+                sa.update(blobs)
+                .where(blobs.c.address == put.digest.blake3)
+                .values(data=bytes(tampered))
+            )
+        else:
+            cs = conn.execute(
+                sa.select(blobs.c.chunk_set).where(blobs.c.address == put.digest.blake3)
+            ).scalar()
+            conn.execute(
+                sa.update(blob_chunks)
+                .where(blob_chunks.c.chunk_set == cs, blob_chunks.c.seq == 0)
+                .values(data=bytes(tampered))
+            )
+    assert store.has(refs) == refs
+
+
+def test_corruption_digest_names_what_was_found(store):
+    put = store.put(b"the original bytes")
+    _corrupt_inline(store, put.digest.blake3, b"the 0riginal bytes")
+    found = digest_bytes(b"the 0riginal bytes")
+    for read in (lambda: store.get(put.digest.address), lambda: store.stat(put.digest.address)):
+        with pytest.raises(evstore.CorruptionError) as exc:
+            read()
+        assert exc.value.code == "corruption.digest"
+        assert exc.value.details == {
+            "address": put.digest.address,
+            "expected_sha256": "sha256:" + put.digest.sha256,
+            "expected_size": put.digest.size,
+            "found_blake3": found.address,
+            "found_sha256": "sha256:" + found.sha256,
+            "found_size": found.size,
+        }
+        assert found.address in exc.value.message
+    [fault] = store.check()
+    assert fault.code == "corruption.digest"
+    assert fault.details["found_sha256"] == "sha256:" + found.sha256
+    # a size change names the size found
+    _corrupt_inline(store, put.digest.blake3, b"short")
+    with pytest.raises(evstore.CorruptionError) as exc:
+        store.get(put.digest.address)
+    assert exc.value.code == "corruption.size"
+    assert exc.value.details["found_size"] == 5
+    assert exc.value.details["found_blake3"] == digest_bytes(b"short").address
+
+
+def test_api_get_and_load_by_blake3_refuse_a_tampered_sha256_column(store):
+    """Every read path answers the same for the same damage (the CLI get refuses it too)."""
+    from evstore import Document
+
+    put = store.put(b"AAAA")
+    art = store.ingest([Document(b'{"a": 1}')]).results[0]
+    with store.db.engine.begin() as conn:
+        conn.execute(sa.update(blobs).values(sha256="0" * 64))
+    for read in (
+        lambda: store.get(put.digest.address),
+        lambda: store.load(art.digest.address),
+        lambda: store.stat(put.digest.address),
+    ):
+        with pytest.raises(evstore.CorruptionError) as exc:
+            read()
+        assert exc.value.code == "corruption.sha256-index"
+    assert store.has([put.digest.address, art.digest.address]) == [
+        put.digest.address,
+        art.digest.address,
+    ]
+
+
+def test_ls_and_find_show_an_artifact_whose_blob_row_is_missing(store):
+    from evstore import Document
+
+    a, b = store.ingest([Document(b'{"a": 1}'), Document(b'{"b": 2}')]).results
+    with store.db.engine.begin() as conn:
+        conn.execute(sa.delete(blobs).where(blobs.c.address == a.digest.blake3))
+    listed = {i.address: i for i in store.ls()}
+    assert set(listed) == {a.digest.address, b.digest.address}
+    assert listed[a.digest.address].damage == "check.artifact-without-blob"
+    assert listed[a.digest.address].size is None
+    assert listed[a.digest.address].to_dict()["damage"] == "check.artifact-without-blob"
+    assert listed[b.digest.address].damage is None
+    assert "damage" not in listed[b.digest.address].to_dict()
+    assert [i.address for i in store.ls("json")] == [i.address for i in store.ls()]
+    assert store.warnings(a.digest.address) == []
+    codes = [f.code for f in store.check()]
+    assert "check.artifact-without-blob" in codes

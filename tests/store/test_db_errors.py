@@ -451,6 +451,8 @@ def test_pg_copy_meeting_stored_rows_takes_the_staging_path(store, monkeypatch):
     items = first + _small_blobs(600, "fresh")
     results = store.put_many(items)
     assert len(results) == 1200
+    # "new" comes from the staging insert's RETURNING: only the 600 this call wrote
+    assert [r.new for r in results] == [False] * 600 + [True] * 600
     for data, r in zip(items, results, strict=True):
         assert store.get(r.digest.address) == data
 

@@ -1,0 +1,330 @@
+r"""Bulk inputs and batch reads: path expansion for put/ingest, ``cat-batch``, ``verify-list``.
+
+``cat-batch`` framing (one record per ref read on stdin, in order, like ``git cat-file
+--batch``)::
+
+    <ref> <size>\n<size bytes>\n      a stored blob, verified before its first byte is written
+    <ref> missing\n                   no blob with that digest
+    <ref> error <code>\n              a malformed ref (ref.syntax) or a blob found corrupt
+
+``<ref>`` is the line as read (surrounding whitespace removed); ``<size>`` is in bytes.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+import evstore
+
+from .common import Ctx, emit, open_store, pass_ctx
+
+__all__ = [
+    "COMMANDS",
+    "bulk_options",
+    "cat_batch",
+    "expand_paths",
+    "parse_checksum_line",
+    "register",
+    "stdin_lines",
+    "verify_list",
+]
+
+
+def bulk_options(fn: Any) -> Any:
+    """The bulk options of ``put`` and ``ingest``: globs, --stdin-paths, -z, --batch."""
+    opts = [
+        click.option(
+            "--include",
+            multiple=True,
+            metavar="GLOB",
+            help="Files found in a directory must match one of these globs (the file name or "
+            "its path below the directory). Repeatable.",
+        ),
+        click.option(
+            "--exclude",
+            multiple=True,
+            metavar="GLOB",
+            help="Skip files found in a directory that match this glob. Repeatable.",
+        ),
+        click.option(
+            "--stdin-paths",
+            is_flag=True,
+            help="Also read paths from stdin, one per line (NUL-separated with -z).",
+        ),
+        click.option(
+            "-z", "nul", is_flag=True, help="With --stdin-paths: paths are NUL-separated."
+        ),
+        click.option(
+            "--batch",
+            type=click.IntRange(min=1),
+            default=None,
+            metavar="N",
+            help="Commit every N items as one all-or-nothing transaction (default: one "
+            "transaction for the whole command).",
+        ),
+    ]
+    for o in reversed(opts):
+        fn = o(fn)
+    return fn
+
+
+def _walk(root: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> Iterator[str]:
+    """Regular files below ``root``, sorted by path, filtered by the globs."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, root)
+
+            def hit(pats: tuple[str, ...], name: str = name, rel: str = rel) -> bool:
+                return any(
+                    fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(rel, p) for p in pats
+                )
+
+            if include and not hit(include):
+                continue
+            if exclude and hit(exclude):
+                continue
+            if os.path.isfile(path):
+                yield path
+
+
+def stdin_lines(nul: bool = False) -> Iterator[str]:
+    """Stdin split into lines (or NUL-separated items), empty ones skipped, read lazily."""
+    stream = sys.stdin.buffer
+    if nul:
+        buf = b""
+        while chunk := stream.read(1 << 16):
+            buf += chunk
+            *items, buf = buf.split(b"\0")
+            for item in items:
+                if item:
+                    yield os.fsdecode(item)
+        if buf:
+            yield os.fsdecode(buf)
+        return
+    for raw in stream:
+        line = raw.rstrip(b"\r\n")
+        if line:
+            yield os.fsdecode(line)
+
+
+def expand_paths(
+    args: Iterable[str],
+    *,
+    include: tuple[str, ...] = (),
+    exclude: tuple[str, ...] = (),
+    stdin_paths: bool = False,
+    nul: bool = False,
+) -> Iterator[str]:
+    """Every input path: each argument (a directory walked recursively), then stdin's paths.
+
+    Explicit file arguments and paths read from stdin are taken as given; the globs filter
+    files found by walking a directory. Paths are produced lazily (100k paths cost no memory).
+    """
+    for arg in args:
+        if arg != "-" and os.path.isdir(arg):
+            yield from _walk(arg, include, exclude)
+        else:
+            yield arg
+    if stdin_paths:
+        for path in stdin_lines(nul):
+            if os.path.isdir(path):
+                yield from _walk(path, include, exclude)
+            else:
+                yield path
+
+
+def check_args(args: tuple[str, ...], stdin_paths: bool) -> None:
+    """Refuse a missing argument or file before the store is opened (nothing created).
+
+    Raises:
+        click.UsageError: no FILES and no --stdin-paths, or ``-`` with --stdin-paths.
+        InputError: ``input.unreadable`` for an argument that does not exist.
+    """
+    if not args and not stdin_paths:
+        raise click.UsageError("Missing argument 'FILES...' (or give --stdin-paths).")
+    if stdin_paths and "-" in args:
+        raise click.UsageError("- (stdin) and --stdin-paths both read stdin; give one")
+    for a in args:
+        if a != "-" and not os.path.exists(a):
+            raise evstore.error("input.unreadable", f"cannot read {a}: no such file", path=a)
+
+
+def interrupted_note(ctx: Ctx, done: list[int], unit: str) -> Callable[[], None]:
+    """A function that says (on stderr) what an interrupted batched command committed."""
+
+    def say() -> None:
+        batches, items = done
+        click.echo(
+            f"interrupted: {batches} batch(es) committed ({items} {unit}); "
+            "the batch in progress was rolled back",
+            err=True,
+        )
+
+    return say
+
+
+def _frame(store: evstore.Store, ref: str, out: Any) -> str | None:
+    """Write one cat-batch record for ``ref``; the fault code, if any."""
+    try:
+        with store.open_blob(ref) as (digest, chunks):
+            first = next(chunks, b"")  # the whole blob is verified before this returns
+            out.write(f"{ref} {digest.size}\n".encode())
+            out.write(first)
+            for c in chunks:
+                out.write(c)
+            out.write(b"\n")
+        return None
+    except evstore.EvstoreError as err:
+        if err.code == "not-found.blob":
+            out.write(f"{ref} missing\n".encode())
+        else:
+            out.write(f"{ref} error {err.code}\n".encode())
+        return err.code
+
+
+@click.command("cat-batch")
+@pass_ctx
+def cat_batch(ctx: Ctx) -> None:
+    r"""Read refs on stdin (one per line); write each blob framed, like git cat-file --batch.
+
+    Per ref: "<ref> <size>\n<bytes>\n" (verified before the first byte is written),
+    "<ref> missing\n" for an unknown blob, "<ref> error <code>\n" for a malformed ref or a
+    corrupt blob. Output is flushed per record. --json does not apply (the output is bytes).
+
+    Exit codes: 0 every ref found; 1 some missing or in error; 2 usage.
+    """
+    out = sys.stdout.buffer
+    bad = 0
+    with open_store(ctx) as store:
+        for line in stdin_lines():
+            ref = line.strip()
+            if ref and _frame(store, ref, out) is not None:
+                bad += 1
+            out.flush()
+    if bad:
+        sys.exit(1)
+
+
+_PLAIN = re.compile(r"^([0-9a-fA-F]{64}) ([ *])(.+)$")
+_TAGGED = re.compile(r"^(SHA256|BLAKE3) \((.+)\) = ([0-9a-fA-F]{64})$")
+
+
+def _unescape(path: str) -> str:
+    return path.replace("\\\\", "\0").replace("\\n", "\n").replace("\\r", "\r").replace("\0", "\\")
+
+
+def parse_checksum_line(line: str, algorithm: str | None) -> tuple[str, str] | None:
+    r"""``(ref, path)`` of one ``sha256sum``/``b3sum`` line, or None when it is malformed.
+
+    Accepts ``<hex>  <path>``, ``<hex> *<path>`` (binary marker), a leading ``\`` (escaped
+    path) and the BSD tag form ``SHA256 (<path>) = <hex>`` / ``BLAKE3 (<path>) = <hex>``.
+    ``algorithm`` (``sha256``/``blake3``) names the digest of untagged lines.
+    """
+    escaped = line.startswith("\\")
+    body = line[1:] if escaped else line
+    tagged = _TAGGED.match(body)
+    if tagged:
+        algo, path, hexd = tagged.group(1).lower(), tagged.group(2), tagged.group(3)
+    else:
+        plain = _PLAIN.match(body)
+        if plain is None or algorithm is None:
+            return None
+        algo, hexd, path = algorithm, plain.group(1), plain.group(3)
+    return f"{algo}:{hexd.lower()}", _unescape(path) if escaped else path
+
+
+def _verify_one(store: evstore.Store, ref: str) -> evstore.EvstoreError | None:
+    try:
+        with store.open_blob(ref) as (_, chunks):
+            next(chunks, b"")  # verifies the whole blob (size, BLAKE3, SHA-256 for sha256 refs)
+    except evstore.EvstoreError as err:
+        return err
+    return None
+
+
+@click.command("verify-list")
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option(
+    "-a",
+    "--algorithm",
+    type=click.Choice(["sha256", "blake3"]),
+    default=None,
+    help="Digest of untagged lines: sha256 (sha256sum) or blake3 (b3sum). Tagged lines "
+    "(SHA256 (path) = hex) name their own.",
+)
+@pass_ctx
+def verify_list(ctx: Ctx, file: str, algorithm: str | None) -> None:
+    """Check a sha256sum or b3sum manifest against the store: every digest stored and intact.
+
+    FILE (or - for stdin) holds lines "<hex>  <path>" or "<hex> *<path>" (give -a), or
+    "SHA256 (<path>) = <hex>" / "BLAKE3 (<path>) = <hex>". Each digest must name a stored
+    blob whose bytes verify; the paths are only reported. Prints one line per fault.
+
+    Exit codes: 0 every digest present and verified; 1 faults (or a store error); 2 usage.
+    """
+    lines = _read_lines(file)
+    faults: list[dict[str, Any]] = []
+    checked = 0
+    with open_store(ctx) as store:
+        for n, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            parsed = parse_checksum_line(line, algorithm)
+            if parsed is None:
+                why = (
+                    "untagged line: give -a sha256 or -a blake3"
+                    if algorithm is None and _PLAIN.match(line.lstrip("\\"))
+                    else "not a sha256sum/b3sum line"
+                )
+                faults.append({"line": n, "code": "input.invalid", "message": why})
+                continue
+            ref, path = parsed
+            checked += 1
+            err = _verify_one(store, ref)
+            if err is not None:
+                faults.append(
+                    {"line": n, "path": path, "ref": ref, "code": err.code, "message": err.message}
+                )
+    result = {"ok": not faults, "checked": checked, "faults": faults}
+    emit(ctx, result, _verify_human)
+    if faults:
+        sys.exit(1)
+
+
+def _read_lines(file: str) -> list[str]:
+    try:
+        raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+    except OSError as exc:
+        raise evstore.error(
+            "input.unreadable", f"cannot read {file}: {exc.strerror}", path=file
+        ) from None
+    return raw.decode("utf-8", "surrogateescape").splitlines()
+
+
+def _verify_human(x: dict[str, Any]) -> None:
+    for f in x["faults"]:
+        where = f"{f['path']}: " if "path" in f else ""
+        ref = f" {f['ref']}" if "ref" in f else ""
+        click.echo(f"line {f['line']}: {where}{f['code']}{ref}: {f['message']}")
+    if x["ok"]:
+        click.echo(f"verified: {x['checked']} digest(s)")
+
+
+#: The commands of this area, as registered on the ``evstore`` group.
+COMMANDS = (cat_batch, verify_list)
+
+
+def register(cli: click.Group) -> None:
+    """Add the batch read commands to the ``evstore`` group."""
+    for command in COMMANDS:
+        cli.add_command(command)
