@@ -286,6 +286,9 @@ class CheckRun(Iterator[EvstoreError]):
     def _record(self, clean: list[tuple[str, str]]) -> None:
         if not clean or self.not_recorded is not None:
             return
+        if self._db.read_only:  # opened read-only (?mode=ro, ?immutable=1, an unwritable file)
+            self.not_recorded = "the store is opened read-only"
+            return
         now = _dt.datetime.now(_dt.UTC)
         try:
             self._db.run_transaction(lambda c: _write_verified(c, sorted(clean), now))
