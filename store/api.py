@@ -38,11 +38,11 @@ from .artifacts import (
     warnings_of,
 )
 from .canonical import loads
-from .check import Progress, check_store
+from .check import CheckOptions, CheckRun, Progress, check_store
 from .db import Database
 from .digests import Digest
 from .digests import digest_bytes as digest_from
-from .errors import EvstoreError, NotFound, error
+from .errors import NotFound, error
 from .ingest import (
     STREAM_CHUNK,
     as_documents,
@@ -665,25 +665,59 @@ class Store:
 
     # -- check ----------------------------------------------------------------------------
     def check(
-        self, progress: Progress | None = None, warnings: list[dict[str, str]] | None = None
-    ) -> Iterator[EvstoreError]:
-        """Re-verify the whole store, yielding every fault (never stopping at the first).
+        self,
+        progress: Progress | None = None,
+        *,
+        sample: float | None = None,
+        seed: int = 0,
+        kinds: Sequence[str] = (),
+        since: Any = None,
+        jobs: int = 1,
+        record: bool = True,
+        warnings: list[dict[str, str]] | None = None,
+    ) -> CheckRun:
+        """Re-verify the store (all of it by default), yielding every fault (never stopping
+        at the first).
 
         Re-hashes every blob (size and BLAKE3, SHA-256 index), then re-reads every artifact:
         canonical form (stored bytes == canonical(parse(stored bytes))) and its kind's audit
-        (contract rules and bindings). store/check.py does the work.
+        (contract rules and bindings), reading in batches. store/check.py does the work.
 
         Args:
             progress: called as ``progress(done, total)`` after each object.
+            sample: check only this fraction (0 < sample <= 1) of the addresses, the same ones
+                for the same ``seed`` and store.
+            seed: the sample's seed (an integer).
+            kinds: only artifacts of these kinds and their blobs; ``"blob"`` selects every
+                blob. Empty: everything.
+            since: skip objects a check verified at or after this time: an aware datetime,
+                ISO 8601 text (UTC when no offset) or an age such as ``"24h"``, ``"7d"``.
+            jobs: threads hashing blobs (1: the calling thread).
+            record: record each object found without fault as verified now (on a store that
+                cannot be written nothing is recorded; the run's ``not_recorded`` says so).
             warnings: when given, the kinds' audit warnings (not faults) are appended to it,
                 as dicts like :meth:`recorded_warnings` (docs/kinds.md#a-forced-json-kind).
 
-        Yields:
-            CorruptionError (``corruption.*``, ``check.*``), ``store.kind-unavailable`` and the
-            kinds' own errors, each with ``details["address"]``.
-        """
+        Returns:
+            A :class:`~evstore.check.CheckRun`, an iterator of the faults: CorruptionError
+            (``corruption.*``, ``check.*``), ``store.kind-unavailable`` and the kinds' own
+            errors, each with ``details["address"]``; ``checked``/``recorded`` count as it
+            runs.
+
+        Raises:
+            InputError: ``input.invalid`` (a bad option value), ``kind.unknown``, before
+                anything is read.
+        """  # noqa: D205 - the summary needs two lines
         self._live()
-        return check_store(self.db, progress, warnings)
+        options = CheckOptions(
+            sample=sample,
+            seed=seed,
+            kinds=(kinds,) if isinstance(kinds, str) else tuple(kinds),
+            since=since,
+            jobs=jobs,
+            record=record,
+        )
+        return check_store(self.db, progress, options, warnings)
 
     def recorded_warnings(self) -> list[dict[str, str]]:
         """Every warning recorded with an accepted artifact (not faults: shown by ``check``).

@@ -17,6 +17,7 @@ Every digest column (addresses, ``blobs.sha256``, ``attrs.value_digest``,
     bindings     first-write-wins bindings: (namespace, key) -> value
     warnings     warnings recorded with an accepted artifact
     settings     store settings, changed with ``evstore config``
+    verified     when ``evstore check`` last found an object without fault (revision 0003)
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ __all__ = [
     "edges",
     "metadata",
     "settings",
+    "verified",
     "warnings",
 ]
 
@@ -134,4 +136,15 @@ settings = Table(
     Column("name", String(128), primary_key=True),
     # The value as JSON text.
     Column("value", Text, nullable=False),
+)
+
+verified = Table(
+    "verified",
+    metadata,
+    Column("address", String(64), nullable=False),
+    # The artifact's kind, or "" for the blob itself.
+    Column("kind", String(64), nullable=False),
+    # When a check last found the object without fault (UTC).
+    Column("verified_at", DateTime(timezone=True), nullable=False),
+    PrimaryKeyConstraint("address", "kind", name="pk_verified"),
 )

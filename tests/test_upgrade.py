@@ -219,3 +219,15 @@ def test_an_old_store_finds_every_lookup_and_a_cut_long_identifier_whole(dump, e
             assert "blake3:" + r["address"] in found, r
         assert [i.address for i in store.find("source_id", long_id)] == ["blake3:" + dg.blake3]
         assert store.find("source_id", long_id[:512]) == []
+
+
+def test_an_old_store_is_checked_in_full_then_incrementally(dump, empty_url):
+    """Revision 0004: nothing of an old store counts as verified until a check records it."""
+    _make_old_store(empty_url, dump)
+    assert evstore.migrate(empty_url)["to"] >= "0003"
+    objects = len(dump["tables"]["blobs"]["rows"]) + len(dump["tables"]["artifacts"]["rows"])
+    with evstore.open(empty_url) as store:
+        first = store.check(since="1h")
+        assert list(first) == [] and first.checked == objects and first.recorded == objects
+        again = store.check(since="1h")
+        assert list(again) == [] and again.checked == 0
