@@ -431,15 +431,10 @@ class Store:
     ) -> Iterator[tuple[Digest, Iterator[bytes]]]:
         """Stream a blob: ``with store.open_blob(ref) as (digest, chunks): ...``.
 
-        Args:
-            ref: a content ref (evstore.refs).
-            verify_first: True (default): the whole blob is verified before the first chunk
-                is yielded (two reads of the bytes). False: one read; chunks are yielded as
-                read and the iterator raises CorruptionError after the last chunk when the
-                bytes do not match, so the caller MUST discard what it received (``get -o``
-                writes to a temporary file and renames it only once the iterator ends).
-
-        Memory stays at one chunk (1 MiB). Raises as :meth:`get`.
+        ``verify_first`` True (default): the whole blob is verified before the first chunk
+        (two reads). False: one read, chunks as read; CorruptionError after the last chunk on
+        a mismatch, so the caller MUST discard what it got (``get -o`` renames a temporary
+        file only once the iterator ends). Memory: one chunk (1 MiB). Raises as :meth:`get`.
         """
         self._live()
         with self.db.read() as conn:
@@ -452,14 +447,9 @@ class Store:
     def stat(self, ref: str, *, verify: bool = False) -> dict[str, Any]:
         """Facts about a stored blob: its digest forms, size in bytes, the kinds it is stored as.
 
-        Args:
-            ref: a content ref (evstore.refs).
-            verify: re-hash the stored bytes first (``stat --verify``), so the digests printed
-                are the bytes' own and a tampered index row is reported. False (default):
-                the recorded size and digests, read without touching the bytes
-                (``"verified": false``).
-
-        Raises as :meth:`get` (CorruptionError only with ``verify``).
+        ``verify`` re-hashes the bytes first (``stat --verify``: a tampered index row is
+        reported); by default the recorded size and digests are read without touching the
+        bytes (``"verified": false``). Raises as :meth:`get` (CorruptionError only with verify).
         """
         self._live()
         with self.db.read() as conn:
