@@ -13,7 +13,16 @@ import click
 import evstore
 
 from .batch import bulk_options, check_args, expand_paths, interrupted_note
-from .common import Ctx, at_pointer, emit, ingest_options, open_store, pass_ctx, read_input
+from .common import (
+    Ctx,
+    at_pointer,
+    emit,
+    ingest_options,
+    open_store,
+    pass_ctx,
+    progress,
+    read_input,
+)
 
 #: Files a directory contributes to ingest/validate unless --include says otherwise.
 DEFAULT_INCLUDE = ("*.json",)
@@ -139,10 +148,15 @@ def ingest(
     def record(batches: int, items: int) -> None:
         done[:] = [batches, items]
 
-    with open_store(ctx, create=True) as store:
+    with open_store(ctx, create=True) as store, progress(ctx, "ingest", unit="documents") as bar:
         try:
             report = store.ingest(
-                docs, options=options, supplied=supplied, batch=batch, on_batch=record
+                docs,
+                options=options,
+                supplied=supplied,
+                batch=batch,
+                on_batch=record,
+                progress=lambda n: bar(n, None),  # paths stream in: the total is not known
             )
         except KeyboardInterrupt:
             if batch is not None:

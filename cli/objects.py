@@ -145,9 +145,14 @@ def put(
             yield Path(p)
 
     done = [0, 0]
-    with open_store(ctx, create=True) as store:
+    with open_store(ctx, create=True) as store, progress(ctx, "put", unit="files") as bar:
         try:
-            results = store.put_many(items(), batch=batch, on_batch=_recorder(done))
+            results = store.put_many(
+                items(),
+                batch=batch,
+                on_batch=_recorder(done),
+                progress=lambda n: bar(n, None),  # paths stream in: the total is not known
+            )
         except KeyboardInterrupt:
             if batch is not None:
                 interrupted_note(ctx, done, "files")()

@@ -227,6 +227,21 @@ def test_progress_of_a_bundle_and_of_large_put_and_get(work):
     assert r.stderr == b"already stored (not new)\n"
 
 
+def test_progress_of_bulk_put_and_ingest(work):
+    """Bulk put and ingest show a bar with a rate on a terminal, and nothing otherwise."""
+    files = work / "many"
+    files.mkdir()
+    for i in range(30):
+        (files / f"f{i:02d}.json").write_text('{"n": %d}' % i)
+    rc, out, tty = _on_a_terminal(["put", "many"], work)
+    assert rc == 0 and b"put" in tty and b"30" in tty
+    assert out.count(b"many/f") == 30
+    rc, out, tty = _on_a_terminal(["ingest", "many", "--batch", "7"], work)
+    assert rc == 0 and b"ingest" in tty and b"30" in tty
+    r = ev("ingest", "many", cwd=work)  # not a terminal: no bar on stderr
+    assert r.returncode == 0 and r.stderr == b""
+
+
 def test_a_command_option_named_like_a_global_one_stays_the_commands():
     import click
 
