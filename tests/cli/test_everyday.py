@@ -232,7 +232,7 @@ def test_progress_of_bulk_put_and_ingest(work):
     files = work / "many"
     files.mkdir()
     for i in range(30):
-        (files / f"f{i:02d}.json").write_text('{"n": %d}' % i)
+        (files / f"f{i:02d}.json").write_text(json.dumps({"n": i}))
     rc, out, tty = _on_a_terminal(["put", "many"], work)
     assert rc == 0 and b"put" in tty and b"30" in tty
     assert out.count(b"many/f") == 30
