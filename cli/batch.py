@@ -64,7 +64,7 @@ def bulk_options(fn: Any) -> Any:
         ),
         click.option(
             "--batch",
-            type=click.IntRange(min=1),
+            type=click.IntRange(min=1, max=sys.maxsize),
             default=None,
             metavar="N",
             help="Commit every N items as one all-or-nothing transaction (default: one "
@@ -185,10 +185,13 @@ def _frame(store: evstore.Store, ref: str, out: Any) -> str | None:
             out.write(b"\n")
         return None
     except evstore.EvstoreError as err:
+        # A ref read from stdin may hold bytes that are not UTF-8 (kept as surrogate escapes):
+        # echo them back as they came.
+        shown = ref.encode("utf-8", "surrogateescape")
         if err.code == "not-found.blob":
-            out.write(f"{ref} missing\n".encode())
+            out.write(shown + b" missing\n")
         else:
-            out.write(f"{ref} error {err.code}\n".encode())
+            out.write(shown + f" error {err.code}\n".encode())
         return err.code
 
 

@@ -49,7 +49,12 @@ def _put_one(ctx: Ctx, file: str, digests: bool) -> None:
                 size = os.fstat(fh.fileno()).st_size
                 with progress(ctx, f"put {Path(file).name}", unit="bytes") as bar:
                     src = counting_reader(fh, size, bar) if size >= PROGRESS_MIN else fh
-                    res = store.put(src)
+                    try:
+                        res = store.put(src)
+                    except OSError as exc:  # reading the file failed midway: nothing stored
+                        raise evstore.error(
+                            "input.unreadable", f"cannot read {file}: {exc.strerror}", path=file
+                        ) from None
     d = res.digest.forms()
     d["new"] = res.new
     emit(ctx, d, digest_lines(d, digests))

@@ -118,24 +118,24 @@ def parse_since(value: _dt.datetime | str) -> _dt.datetime:
     Raises:
         InputError: ``input.invalid`` for anything else.
     """
-    if isinstance(value, _dt.datetime):
-        when = value
-    elif isinstance(value, str) and (m := _SINCE_REL.match(value.strip())):
-        age = _dt.timedelta(seconds=int(m.group(1)) * _UNIT_S[m.group(2)])
-        return _dt.datetime.now(_dt.UTC) - age
-    else:
-        try:
+    try:
+        if isinstance(value, _dt.datetime):
+            when = value
+        elif isinstance(value, str) and (m := _SINCE_REL.match(value.strip())):
+            age = _dt.timedelta(seconds=int(m.group(1)) * _UNIT_S[m.group(2)])
+            return _dt.datetime.now(_dt.UTC) - age
+        else:
             when = _dt.datetime.fromisoformat(str(value).strip())
-        except ValueError:
-            raise error(
-                "input.invalid",
-                f"since {value!r} is not a time: use ISO 8601 (2026-12-01T02:00:00Z) or an age"
-                " such as 24h, 7d",
-                option="since",
-            ) from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=_dt.UTC)
-    return when.astimezone(_dt.UTC)
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=_dt.UTC)
+        return when.astimezone(_dt.UTC)
+    except (ValueError, OverflowError):  # not a time, or beyond the calendar (year 1..9999)
+        raise error(
+            "input.invalid",
+            f"since {value!r} is not a time: use ISO 8601 (2026-12-01T02:00:00Z) or an age"
+            " such as 24h, 7d (within years 1 to 9999)",
+            option="since",
+        ) from None
 
 
 def _plan(options: CheckOptions) -> _Plan:

@@ -153,3 +153,43 @@ def test_progress_bar_draws_on_stderr_and_echoes_lines_above_it(capsys):
         assert not bar.enabled
         bar(1, 2)
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    "since",
+    [
+        "10000000d",
+        "1000000000000000000000s",
+        "0001-01-01T00:00:00+14:00",
+        "9999-12-31T23:59:59-14:00",
+    ],
+)
+def test_check_since_beyond_the_calendar_is_a_typed_input_error(store_url, since):
+    r = run(store_url, "--json", "check", "--no-record", "--since", since)
+    assert r.exit_code == 1
+    err = json.loads(r.stdout)["error"]
+    assert (err["code"], err["details"]["option"]) == ("input.invalid", "since")
+
+
+def test_a_batch_size_beyond_the_platform_is_a_usage_error(store_url, tmp_path):
+    f = tmp_path / "d.json"
+    f.write_text("{}")
+    r = run(store_url, "ingest", "--batch", str(sys.maxsize + 1), str(f))
+    assert r.exit_code == 2
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs /proc/self/mem (Linux)")
+def test_put_of_a_file_that_fails_to_read_is_input_unreadable(store_url, snapshot):
+    with evstore.open(store_url) as s:
+        before = snapshot(s)
+    r = run(store_url, "--json", "put", "/proc/self/mem")
+    assert r.exit_code == 1
+    assert json.loads(r.stdout)["error"]["code"] == "input.unreadable"
+    with evstore.open(store_url) as s:
+        assert snapshot(s) == before
+
+
+def test_cat_batch_answers_a_non_utf8_line_with_an_error_frame(store_url):
+    r = run(store_url, "cat-batch", input=b"\xff\xfe\n")
+    assert r.exit_code == 1
+    assert r.stdout_bytes == b"\xff\xfe error ref.syntax\n"
