@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     )
     from .fragment_rules import scope_from_parts as fragment_scope
     from .kinds import check_kind, known_kinds
+    from .log import LogOps
+    from .log import verify_proof as verify_log_proof
     from .manifest_rules import manifest_address
     from .package_context import context_size as package_context_size
     from .package_rules import normalize_uuid
@@ -61,6 +63,7 @@ _SOURCES: dict[str, str] = {
     "IngestReport": "artifacts",
     "InputError": "errors",
     "JSONFormError": "errors",
+    "LogOps": "log",
     "NotFound": "errors",
     "PutResult": "blobs",
     "RefSyntaxError": "errors",
@@ -80,6 +83,7 @@ _SOURCES: dict[str, str] = {
     "open": "api",
     "package_context_size": "package_context:context_size",
     "parse_ref": "refs",
+    "verify_log_proof": "log:verify_proof",
 }
 
 __all__ = [
@@ -96,6 +100,7 @@ __all__ = [
     "IngestReport",
     "InputError",
     "JSONFormError",
+    "LogOps",
     "NotFound",
     "PutResult",
     "RefSyntaxError",
@@ -115,6 +120,7 @@ __all__ = [
     "open",
     "package_context_size",
     "parse_ref",
+    "verify_log_proof",
 ]
 
 
