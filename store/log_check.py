@@ -83,7 +83,7 @@ def _node_faults(conn: Connection, level: int, hashes: list[bytes]) -> Iterator[
             break
         for r in rows:
             idx = int(r.idx)
-            where = {"address": "log", "level": level, "index": idx}
+            where: dict[str, Any] = {"address": "log", "level": level, "index": idx}
             if idx >= len(hashes):
                 yield error(
                     "check.log-node", f"log subtree ({level}, {idx}) should not exist", **where
