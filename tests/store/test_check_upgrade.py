@@ -14,8 +14,8 @@ from alembic import command
 from alembic.config import Config
 
 import evstore
-from evstore.db import head_revision
 from evstore.artifacts import Document
+from evstore.db import head_revision
 
 
 def _alembic(url: str, verb: str, revision: str) -> None:
