@@ -138,3 +138,37 @@ def test_random_sizes_agree_with_the_reference(store, data):
         assert root_at(conn, n) == ref.mth(0, n)
         assert inclusion_at(conn, m, n) == ref.path(m, 0, n)
         assert consistency_at(conn, old, n) == ref.proof(old, n)
+
+
+def test_the_migration_appends_what_existed_before_the_log_in_the_documented_order(store):
+    from alembic import command
+
+    from evstore.db import _alembic_config
+
+    store.put_many([b"zeta blob", b"alpha blob"])
+    store.ingest([Document(b'{"n": 2}'), Document(b'{"n": 1}')])
+    store.ingest([Document(b'{"n": 3}')])
+    store.put(b'{"n":3}')  # an artifact's bytes: logged by its ingest entry only
+    cfg = _alembic_config()
+    for action, revision in (("downgrade", "0004"), ("upgrade", "head")):
+        with store.db.engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            getattr(command, action)(cfg, revision)
+    with store.db.read() as conn:
+        arts = conn.execute(
+            sa.text("SELECT address, kind FROM artifacts ORDER BY accepted_at, address, kind")
+        ).all()
+        loose = conn.execute(
+            sa.text(
+                "SELECT address FROM blobs WHERE address NOT IN (SELECT address FROM artifacts)"
+                " ORDER BY address"
+            )
+        ).all()
+    entries = [e["entry"] for e in store.log.entries()]
+    assert [(e["op"], e["address"], e.get("kind")) for e in entries] == [
+        ("ingest", "blake3:" + a, k) for a, k in arts
+    ] + [("put", "blake3:" + a, None) for (a,) in loose]
+    assert len(arts) == 3 and len(loose) == 2
+    assert list(store.check(record=False)) == []
+    store.put(b"after the migration")  # appends after the backfill
+    assert store.log.entries()[-1]["index"] == 5
