@@ -29,14 +29,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import sqlalchemy as sa
+import rfc8785
 from sqlalchemy.engine import Connection
 
 from . import merkle
 from .canonical import dumps, loads
 from .db import commit_hook
 from .errors import error
-from .tables import log_entries, log_nodes
 
 __all__ = [
     "ENTRY_VERSION",
@@ -118,7 +117,7 @@ def entry_bytes(
         obj["kind"] = kind
     if root is not None:
         obj["root"] = root
-    return dumps(obj)
+    return rfc8785.dumps(obj)  # strings and an int: in the strict reader's domain
 
 
 def parse_entry(data: bytes) -> dict[str, Any]:
@@ -261,7 +260,7 @@ def _batched(conn: Connection, compute: Callable[[merkle.SubtreeSource], Any]) -
 
 def log_size(conn: Connection) -> int:
     """The number of entries in the log (the next entry's index)."""
-    top = conn.execute(sa.select(sa.func.max(log_entries.c.idx))).scalar()
+    top = conn.exec_driver_sql("SELECT max(idx) FROM log_entries").scalar()
     return 0 if top is None else int(top) + 1
 
 
@@ -302,6 +301,22 @@ def _frontier(size: int) -> list[tuple[int, int]]:
     return keys
 
 
+def _head_sql(null: str, levels: int = 64) -> str:
+    """One query for the log's size ``n`` and its frontier subtrees ``(l, (n >> l) - 1)``."""
+    values = ", ".join(f"({lv})" for lv in range(levels))
+    return (
+        f"WITH lv(level) AS (VALUES {values}),"
+        " s(n) AS (SELECT COALESCE(MAX(idx) + 1, 0) FROM log_entries)"
+        f" SELECT n, {null} FROM s UNION ALL"
+        " SELECT s.n, x.level, x.idx, x.hash FROM s JOIN lv ON ((s.n >> lv.level) & 1) = 1"
+        " JOIN log_nodes x ON x.level = lv.level AND x.idx = (s.n >> lv.level) - 1"
+    )
+
+
+_HEAD_SQL = _head_sql("NULL, NULL, NULL")
+_HEAD_SQL_PG = _head_sql("CAST(NULL AS integer), CAST(NULL AS bigint), CAST(NULL AS bytea)")
+
+
 def append_entries(conn: Connection, entries: Sequence[tuple[str, bytes]]) -> int:
     """Append ``(address hex, entry bytes)`` pairs now, under the log lock; return the first index.
 
@@ -311,23 +326,30 @@ def append_entries(conn: Connection, entries: Sequence[tuple[str, bytes]]) -> in
     Raises:
         CorruptionError: ``corruption.log`` when a stored frontier subtree is missing.
     """
-    if conn.dialect.name == "postgresql":
+    pg = conn.dialect.name == "postgresql"
+    if pg:
         conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({LOG_LOCK})")
-    start = log_size(conn)
-    nodes = _Found(fetch_subtrees(conn, _frontier(start)))
-    rows: list[dict[str, Any]] = []
+    # The size and the frontier subtrees it needs, in one statement (after the lock).
+    start, found = -1, {}
+    for n, level, idx, digest in conn.exec_driver_sql(_HEAD_SQL_PG if pg else _HEAD_SQL):
+        start = int(n)
+        if level is not None:
+            found[(int(level), int(idx))] = bytes(digest)
+    nodes = _Found(found)
+    missing = set(_frontier(start)) - set(found)
+    if missing:
+        nodes.subtree_hash(*min(missing))  # corruption.log
+    rows: list[tuple[int, int, bytes]] = []
     for offset, (_, data) in enumerate(entries):
         for level, idx, digest in merkle.new_subtrees(
             start + offset, merkle.leaf_hash(data), nodes
         ):
             nodes.rows[(level, idx)] = digest
-            rows.append({"level": level, "idx": idx, "hash": digest})
-    conn.execute(
-        sa.insert(log_entries),
-        [
-            {"idx": start + i, "address": address, "entry": data}
-            for i, (address, data) in enumerate(entries)
-        ],
+            rows.append((level, idx, digest))
+    m = "?" if conn.dialect.name == "sqlite" else "%s"
+    conn.exec_driver_sql(
+        f"INSERT INTO log_entries (idx, address, entry) VALUES ({m}, {m}, {m})",
+        [(start + i, address, data) for i, (address, data) in enumerate(entries)],
     )
-    conn.execute(sa.insert(log_nodes), rows)
+    conn.exec_driver_sql(f"INSERT INTO log_nodes (level, idx, hash) VALUES ({m}, {m}, {m})", rows)
     return start
