@@ -12,7 +12,7 @@ import click
 
 import evstore
 
-from .batch import bulk_options, check_args, expand_paths, interrupted_note
+from .batch import bulk_options, check_args, expand_paths, interrupted_note, listed
 from .common import (
     Ctx,
     at_pointer,
@@ -52,6 +52,8 @@ def collect(
 
     The documents are read lazily, one file at a time, from FILES (a directory walked for
     ``*.json`` unless --include is given) and, with ``bulk["stdin_paths"]``, stdin's paths.
+    With ``bulk["bar"]`` (a :class:`Progress`) drawn, the paths are listed first and their
+    count is set as ``bulk["total"]``.
 
     Raises:
         click.UsageError: stdin given twice, or no input. InputError: ``kind.unknown`` (empty
@@ -70,6 +72,8 @@ def collect(
         stdin_paths=bool(bulk.get("stdin_paths")),
         nul=bool(bulk.get("nul")),
     )
+    if "bar" in bulk:  # a drawn bar lists the paths first, for its total and ETA
+        paths, bulk["total"] = listed(paths, bulk["bar"])
     docs = (evstore.Document(read_input(f), name=f, kind=kind) for f in paths)
     supplied = [read_input(c) for c in contents]
     options: dict[str, Any] = {}
@@ -131,6 +135,8 @@ def ingest(
     Exit codes: 0 stored; 1 rejected (nothing written; with --batch: nothing of the failing
     batch or after) or store error; 2 usage.
     """
+    bar = progress(ctx, "ingest", unit="documents")
+    listing = {**bulk, "bar": bar}
     docs, options, supplied = collect(
         files,
         kind,
@@ -140,15 +146,16 @@ def ingest(
         tenant_id,
         authorization_scope_id,
         source_document,
-        bulk,
+        listing,
     )
+    total = listing.get("total")
     batch = bulk.get("batch")
     done = [0, 0]
 
     def record(batches: int, items: int) -> None:
         done[:] = [batches, items]
 
-    with open_store(ctx, create=True) as store, progress(ctx, "ingest", unit="documents") as bar:
+    with open_store(ctx, create=True) as store, bar:
         try:
             report = store.ingest(
                 docs,
@@ -156,7 +163,7 @@ def ingest(
                 supplied=supplied,
                 batch=batch,
                 on_batch=record,
-                progress=lambda n: bar(n, None),  # paths stream in: the total is not known
+                progress=lambda n: bar(n, total),
             )
         except KeyboardInterrupt:
             if batch is not None:

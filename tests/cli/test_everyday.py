@@ -161,11 +161,11 @@ def test_ctrl_c_exits_130_with_an_interrupted_error_and_the_store_unchanged(work
     assert _rows(work / "evstore.db") == before
 
 
-def _on_a_terminal(args, cwd, limit=60.0):
+def _on_a_terminal(args, cwd, limit=60.0, stdin=subprocess.DEVNULL):
     """Run the console script with stderr on a pseudo-terminal; (stdout, terminal output)."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(
-        [EXE, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL
+        [EXE, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=slave, stdin=stdin
     )
     os.close(slave)
     seen = b""
@@ -228,16 +228,22 @@ def test_progress_of_a_bundle_and_of_large_put_and_get(work):
 
 
 def test_progress_of_bulk_put_and_ingest(work):
-    """Bulk put and ingest show a bar with a rate on a terminal, and nothing otherwise."""
+    """Bulk put and ingest show a bar with its total (so a percentage and an ETA) on a
+    terminal, and nothing otherwise."""
     files = work / "many"
     files.mkdir()
     for i in range(30):
         (files / f"f{i:02d}.json").write_text(json.dumps({"n": i}))
     rc, out, tty = _on_a_terminal(["put", "many"], work)
-    assert rc == 0 and b"put" in tty and b"30" in tty
+    assert rc == 0 and b"put" in tty and b"30/30" in tty and b"100%" in tty
     assert out.count(b"many/f") == 30
     rc, out, tty = _on_a_terminal(["ingest", "many", "--batch", "7"], work)
-    assert rc == 0 and b"ingest" in tty and b"30" in tty
+    assert rc == 0 and b"ingest" in tty and b"30/30" in tty and b"100%" in tty
+    listing = work / "paths.txt"
+    listing.write_text("".join(f"many/f{i:02d}.json\n" for i in range(12)))
+    with listing.open("rb") as fh:
+        rc, out, tty = _on_a_terminal(["put", "--stdin-paths"], work, stdin=fh)
+    assert rc == 0 and b"12/12" in tty and out.count(b"many/f") == 12
     r = ev("ingest", "many", cwd=work)  # not a terminal: no bar on stderr
     assert r.returncode == 0 and r.stderr == b""
 
