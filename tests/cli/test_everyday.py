@@ -306,3 +306,55 @@ def test_documented_shell_completion_works(work):
     assert all(x.startswith("plain,in") for x in got)
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert 'eval "$(_EVSTORE_COMPLETE=bash_source evstore)"' in readme
+
+
+def _shell(cmd, cwd):
+    return subprocess.run(["/bin/sh", "-c", cmd], cwd=cwd, capture_output=True, timeout=60)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_an_unwritable_or_closed_stdout_and_a_closed_stdin_are_typed_errors(work):
+    """A full disk behind stdout, a closed stdout or stdin: a typed error and exit 1, never a
+    traceback nor exit 0; under --json the error object goes to stderr when stdout failed."""
+    (work / "a.txt").write_bytes(b"hello\n")
+    address = ev("put", "a.txt", cwd=work).stdout.decode().strip()
+    for cmd, code in [
+        (f"'{EXE}' get {address} >/dev/full", "output.unwritable"),
+        (f"'{EXE}' ls --blobs >/dev/full", "output.unwritable"),
+        (f"'{EXE}' put - <a.txt >/dev/full", "output.unwritable"),
+        (f"'{EXE}' get {address} >&-", "output.unwritable"),
+        (f"'{EXE}' has - <&-", "input.unreadable"),
+        (f"'{EXE}' ingest - <&-", "input.unreadable"),
+    ]:
+        r = _shell(cmd, work)
+        assert r.returncode == 1, (cmd, r)
+        assert f"error: {code}".encode() in r.stderr and b"Traceback" not in r.stderr, (cmd, r)
+    r = _shell(f"'{EXE}' --json stat {address} >&-", work)
+    assert r.returncode == 1 and b"Traceback" not in r.stderr
+    assert json.loads(r.stderr)["error"]["code"] == "output.unwritable"
+    r = _shell(f"'{EXE}' --json ls --blobs >/dev/full", work)
+    assert r.returncode == 1 and json.loads(r.stderr)["error"]["code"] == "output.unwritable"
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback(work):
+    """`evstore get BIG | head -c1`: the broken pipe ends the command quietly with exit 1."""
+    (work / "big.bin").write_bytes(os.urandom(4 << 20))
+    address = ev("put", "big.bin", cwd=work).stdout.decode().strip()
+    proc = subprocess.Popen(
+        [EXE, "get", address], cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    proc.stdout.read(1)
+    proc.stdout.close()
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=60) == 1
+    assert err == b""
+
+
+def test_an_empty_output_name_is_a_usage_error_not_stdout(work):
+    (work / "a.txt").write_bytes(b"hello\n")
+    address = ev("put", "a.txt", cwd=work).stdout.decode().strip()
+    for args in (["get", address, "-o", ""], ["export", address, "--output", ""]):
+        r = ev(*args, cwd=work)
+        assert r.returncode == 2 and r.stdout == b"", (args, r)
+        assert b"file name is empty" in r.stderr
