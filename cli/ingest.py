@@ -202,8 +202,8 @@ def validate(
     """Run every check of ingest on FILES, list all faults, write nothing.
 
     With no store at the URL, only the contract rules are checked (against an empty scratch
-    store; no store is created): the output says that bindings were not checked
-    (``"bindings_checked": false`` with --json).
+    store; no store is created): a note on stderr says that bindings were not checked
+    (``"bindings_checked": false`` and ``"new": null`` with --json).
 
     Exit codes: 0 valid; 1 faults found or store error; 2 usage.
     """
@@ -233,15 +233,11 @@ def validate(
             report = store.validate(docs, options=options, supplied=supplied)
     out = report.to_dict()
     out["bindings_checked"] = bindings
-
-    def human(_: Any) -> None:
-        _validate_human(report)
-        if not bindings:
-            click.echo(
-                f"note: no store at {ctx.url}: contract rules only, bindings were not checked"
-            )
-
-    emit(ctx, out, human)
+    if not bindings:  # no store to compare with: whether each would be new is unknown
+        for row in out.get("artifacts", []):
+            row["new"] = None
+        ctx.note(f"note: no store at {ctx.url}: contract rules only, bindings were not checked")
+    emit(ctx, out, lambda _: _validate_human(report))
     if not report.ok:
         sys.exit(1)
 

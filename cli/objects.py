@@ -380,6 +380,8 @@ def ls(
     """
     if blobs and (kind is not None or workspace is not None):
         raise click.UsageError("--blobs lists every blob: --kind and --workspace do not apply")
+    if jsonl and ctx.json:
+        raise click.UsageError("--json prints one JSON object, --jsonl one per line: give one")
     if kind is not None:
         evstore.check_kind(kind)  # kind.unknown / store.kind-unavailable before the store
     attr = ("workspace_id", evstore.normalize_uuid(workspace)) if workspace is not None else None

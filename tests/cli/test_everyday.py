@@ -84,7 +84,11 @@ def test_validate_without_a_store_checks_contract_rules_only(work):
     bad.write_text('{"a": 1, "a": 2}')
     r = ev("validate", "note.json", cwd=work)
     assert r.returncode == 0, r.stderr
-    assert b"bindings were not checked" in r.stdout
+    assert b"bindings were not checked" in r.stderr and b"valid: 1" in r.stdout
+    r = ev("-q", "validate", "note.json", cwd=work)
+    assert r.returncode == 0 and r.stderr == b""
+    out = json.loads(ev("--json", "validate", "note.json", cwd=work).stdout)
+    assert out["bindings_checked"] is False and out["artifacts"][0]["new"] is None
     r = ev("--json", "validate", "note.json", "bad.json", cwd=work)
     out = json.loads(r.stdout)
     assert r.returncode == 1 and out["bindings_checked"] is False
@@ -92,7 +96,7 @@ def test_validate_without_a_store_checks_contract_rules_only(work):
     assert not (work / "evstore.db").exists()
     ev("init", cwd=work)
     out = json.loads(ev("--json", "validate", "note.json", cwd=work).stdout)
-    assert out["bindings_checked"] is True
+    assert out["bindings_checked"] is True and out["artifacts"][0]["new"] is True
 
 
 def _corrupt(db: Path, address: str) -> None:
