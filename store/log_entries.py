@@ -346,10 +346,20 @@ def append_entries(conn: Connection, entries: Sequence[tuple[str, bytes]]) -> in
         ):
             nodes.rows[(level, idx)] = digest
             rows.append((level, idx, digest))
-    m = "?" if conn.dialect.name == "sqlite" else "%s"
+    entry_rows = [(start + i, address, data) for i, (address, data) in enumerate(entries)]
+    if pg:  # both inserts in one statement (a data-modifying WITH), arrays unnested
+        columns = [list(c) for c in zip(*entry_rows, strict=True)]
+        columns += [list(c) for c in zip(*rows, strict=True)]
+        conn.exec_driver_sql(
+            "WITH e AS (INSERT INTO log_entries (idx, address, entry)"
+            " SELECT * FROM unnest(%s::bigint[], %s::varchar[], %s::bytea[]))"
+            " INSERT INTO log_nodes (level, idx, hash)"
+            " SELECT * FROM unnest(%s::integer[], %s::bigint[], %s::bytea[])",
+            tuple(columns),
+        )
+        return start
     conn.exec_driver_sql(
-        f"INSERT INTO log_entries (idx, address, entry) VALUES ({m}, {m}, {m})",
-        [(start + i, address, data) for i, (address, data) in enumerate(entries)],
+        "INSERT INTO log_entries (idx, address, entry) VALUES (?, ?, ?)", entry_rows
     )
-    conn.exec_driver_sql(f"INSERT INTO log_nodes (level, idx, hash) VALUES ({m}, {m}, {m})", rows)
+    conn.exec_driver_sql("INSERT INTO log_nodes (level, idx, hash) VALUES (?, ?, ?)", rows)
     return start
