@@ -50,6 +50,7 @@ from _common import (  # noqa: E402
     machine_info,
     percentile,
 )
+from _common import median as median_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -65,11 +66,12 @@ from core import _make_doc
 rng = random.Random(first)
 docs = [json.dumps(_make_doc(rng, first + i), indent=1).encode() for i in range(count)]
 with evstore.open(url, create=True) as s:
-    start = time.time()
+    start, cpu = time.time(), time.process_time()
     for d in docs:
         s.ingest(d)
-    end = time.time()
-print(json.dumps({"start": start, "end": end, "n": count, "module": evstore.__file__}))
+    end, cpu = time.time(), time.process_time() - cpu
+out = {"start": start, "end": end, "cpu": cpu, "n": count, "module": evstore.__file__}
+print(json.dumps(out))
 """
 
 
@@ -169,10 +171,14 @@ def part_i(backend: str, base: str, docs: int, rounds: int) -> dict[str, Any]:
                 x["seconds"] for x in runs["log"]
             )
             out[f"ratio_{writers}"] = ratio
+            out[f"ratio_cpu_{writers}"] = median_of([x["cpu_s"] for x in runs["base"]]) / median_of(
+                [x["cpu_s"] for x in runs["log"]]
+            )
             print(
                 f"ingest, {writers} writer(s): base {out[f'base_{writers}']['docs_per_s']:.0f}"
                 f" docs/s, log {out[f'log_{writers}']['docs_per_s']:.0f} docs/s,"
-                f" ratio {ratio:.3f} (median runs), {out[f'ratio_best_{writers}']:.3f} (best runs)",
+                f" ratio {ratio:.3f} (median runs), {out[f'ratio_best_{writers}']:.3f} (best runs),"
+                f" client CPU ratio {out[f'ratio_cpu_{writers}']:.3f}",
                 flush=True,
             )
         return out
