@@ -144,6 +144,7 @@ def _ingest_run(tree: str, url: str, docs: int, writers: int) -> dict[str, Any]:
         "docs": per * writers,
         "seconds": wall,
         "docs_per_s": per * writers / wall,
+        "cpu_s": sum(o["cpu"] for o in outs),
         "module": module,
     }
 
