@@ -793,4 +793,4 @@ class Store:
         """Roots, upload leases, gc and audits (store/retention.py ``RetentionOps``)."""
         from .retention import RetentionOps
 
-        return RetentionOps(self._live() or self)
+        return RetentionOps(self) if not self._closed else self._live()

@@ -127,7 +127,10 @@ class AuditRun:
         for r in self.roots:
             failed = sum(1 for e in r["entries"] if e["verdict"] == "fail")
             suite = ET.SubElement(
-                top, "testsuite", name=r["root"], tests=str(len(r["entries"])),
+                top,
+                "testsuite",
+                name=r["root"],
+                tests=str(len(r["entries"])),
                 failures=str(failed),
             )
             for e in r["entries"]:
@@ -146,7 +149,7 @@ def _sampled(seed: int, address: str, fraction: float | None) -> bool:
 
 
 def _entries(conn: Connection, names: Sequence[str], now: _dt.datetime) -> dict[str, list[str]]:
-    """root name -> addresses of its live entries, for ``names`` (every root when empty)."""
+    """Root name -> addresses of its live entries, for ``names`` (every root when empty)."""
     q = sa.select(roots.c.name, roots.c.address).where(
         sa.or_(roots.c.until.is_(None), roots.c.until > now)
     )
@@ -189,8 +192,11 @@ class _Auditor:
         found: list[EvstoreError] = []
         row = _blobs.lookup(self.conn, parse_ref("blake3:" + address))
         if row is None:
-            found.append(error("audit.missing", f"blake3:{address} is not stored",
-                               address="blake3:" + address))
+            found.append(
+                error(
+                    "audit.missing", f"blake3:{address} is not stored", address="blake3:" + address
+                )
+            )
         elif self._verified_since(address):
             self.skipped += 1
         else:
@@ -208,7 +214,8 @@ class _Auditor:
             return [err]
         found: list[EvstoreError] = []
         kinds = [
-            k for (k,) in self.conn.execute(
+            k
+            for (k,) in self.conn.execute(
                 sa.select(artifacts.c.kind).where(artifacts.c.address == address)
             )
         ]
@@ -216,12 +223,15 @@ class _Auditor:
             found.extend(_audit_bytes(self.txn, address, kind, data, self.warnings))
         for b in self.conn.execute(sa.select(bindings).where(bindings.c.origin == address)):
             if hashlib.sha256(b.key.encode("utf-8")).hexdigest() != b.key_digest:
-                found.append(error(
-                    "audit.binding",
-                    f"the binding {b.namespace} {b.key!r} made by {where} is not keyed by its"
-                    " key's SHA-256",
-                    address=where, namespace=b.namespace,
-                ))
+                found.append(
+                    error(
+                        "audit.binding",
+                        f"the binding {b.namespace} {b.key!r} made by {where} is not keyed by its"
+                        " key's SHA-256",
+                        address=where,
+                        namespace=b.namespace,
+                    )
+                )
         if not found:
             self.clean.append((address, ""))
             self.clean.extend((address, k) for k in kinds)
@@ -229,7 +239,8 @@ class _Auditor:
 
     def entry(self, address: str) -> dict[str, Any]:
         """Audit one root entry's closure: ``{"address", "kinds", "objects", "verdict",
-        "faults"}``."""  # noqa: D205
+        "faults"}``.
+        """  # noqa: D205
         faults: list[dict[str, Any]] = []
         seen = {address}
         frontier = [address]
@@ -247,17 +258,22 @@ class _Auditor:
                     continue
                 seen.add(dst)
                 if _blobs.lookup(self.conn, parse_ref("blake3:" + dst)) is None:
-                    faults.append(error(
-                        "audit.missing",
-                        f"the closure of blake3:{address} is incomplete: blake3:{src} refers"
-                        f" to blake3:{dst} ({role}), which is not stored",
-                        address="blake3:" + dst, referrer="blake3:" + src, role=role,
-                    ).to_dict())
+                    faults.append(
+                        error(
+                            "audit.missing",
+                            f"the closure of blake3:{address} is incomplete: blake3:{src} refers"
+                            f" to blake3:{dst} ({role}), which is not stored",
+                            address="blake3:" + dst,
+                            referrer="blake3:" + src,
+                            role=role,
+                        ).to_dict()
+                    )
                     continue
                 nxt.append(dst)
             frontier = nxt
         kinds = sorted(
-            k for (k,) in self.conn.execute(
+            k
+            for (k,) in self.conn.execute(
                 sa.select(artifacts.c.kind).where(artifacts.c.address == address)
             )
         )
@@ -280,9 +296,7 @@ def _scope(options: AuditOptions) -> dict[str, Any]:
     }
 
 
-def run_audit(
-    db: Database, options: AuditOptions, progress: Progress | None = None
-) -> AuditRun:
+def run_audit(db: Database, options: AuditOptions, progress: Progress | None = None) -> AuditRun:
     """Audit the retained artifacts in scope (see the module docstring).
 
     Returns:
@@ -305,8 +319,9 @@ def run_audit(
         scope = _entries(conn, options.roots, now)
         empty = [n for n in options.roots if not scope.get(n)]
         if empty:
-            raise error("not-found.root", f"no root named {empty[0]!r} holds anything",
-                        root=empty[0])
+            raise error(
+                "not-found.root", f"no root named {empty[0]!r} holds anything", root=empty[0]
+            )
         picked = {
             n: [a for a in addrs if _sampled(options.seed, a, options.sample)]
             for n, addrs in scope.items()
@@ -337,8 +352,12 @@ def _record(db: Database, run: AuditRun, clean: list[tuple[str, str]]) -> None:
         if clean:
             _write_verified(conn, sorted(set(clean)), now)
         per_root = [
-            {"root": r["root"], "verdict": r["verdict"], "entries": len(r["entries"]),
-             "faults": sum(len(e["faults"]) for e in r["entries"])}
+            {
+                "root": r["root"],
+                "verdict": r["verdict"],
+                "entries": len(r["entries"]),
+                "faults": sum(len(e["faults"]) for e in r["entries"]),
+            }
             for r in run.roots
         ]
         result = conn.execute(
@@ -352,7 +371,9 @@ def _record(db: Database, run: AuditRun, clean: list[tuple[str, str]]) -> None:
                 faults=json.dumps(run.faults, sort_keys=True),
             )
         )
-        return int(result.inserted_primary_key[0])
+        key = result.inserted_primary_key
+        assert key is not None
+        return int(key[0])
 
     run.id = db.run_transaction(write)
 
@@ -361,16 +382,18 @@ def audit_history(conn: Connection, limit: int = 50) -> list[dict[str, Any]]:
     """The latest audit runs, newest first: id, times, actor, scope, verdict, per root, faults."""
     out = []
     for r in conn.execute(sa.select(audits).order_by(audits.c.id.desc()).limit(limit)):
-        out.append({
-            "id": r.id,
-            "started_at": _iso(r.started_at),
-            "finished_at": _iso(r.finished_at),
-            "actor": r.actor,
-            "scope": json.loads(r.scope),
-            "verdict": r.verdict,
-            "roots": json.loads(r.per_root),
-            "faults": json.loads(r.faults),
-        })
+        out.append(
+            {
+                "id": r.id,
+                "started_at": _iso(r.started_at),
+                "finished_at": _iso(r.finished_at),
+                "actor": r.actor,
+                "scope": json.loads(r.scope),
+                "verdict": r.verdict,
+                "roots": json.loads(r.per_root),
+                "faults": json.loads(r.faults),
+            }
+        )
     return out
 
 

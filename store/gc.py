@@ -29,6 +29,7 @@ a run repeats until a round deletes nothing (bounded by :data:`MAX_ROUNDS`).
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -151,9 +152,7 @@ def _lock(conn: Connection, addresses: Sequence[str]) -> list[str]:
     return list(addresses)
 
 
-def _run(
-    conn: Connection, sql: str, addresses: Sequence[str], params: dict[str, Any]
-) -> list[Any]:
+def _run(conn: Connection, sql: str, addresses: Sequence[str], params: dict[str, Any]) -> list[Any]:
     """Run ``sql`` over ``addresses`` (``{in}`` in ``sql`` takes the list), in parts on SQLite.
 
     ``sql`` names the time ``%(now)s``; rows are returned when it yields any.
@@ -270,7 +269,9 @@ def collect(
         deleted_before = report.count
         for i in range(0, len(found), batch):
             part = [a for a, _ in found[i : i + batch]]
-            done = db.run_transaction(lambda conn, part=part: _delete_batch(conn, part))
+            done: list[tuple[str, int]] = db.run_transaction(
+                functools.partial(_delete_batch, candidates=part)
+            )
             if done:
                 report.batches += 1
                 report.objects.extend({"address": "blake3:" + a, "size": s} for a, s in done)

@@ -46,9 +46,9 @@ __all__ = [
     "Clock",
     "DEFAULT_ROOT",
     "HISTORY_HOOKS",
+    "Pending",
     "ROOT",
     "STEP_HOOK",
-    "Pending",
     "check_root_name",
     "db_now",
     "hold",
@@ -238,8 +238,7 @@ def _present_locked(conn: Connection, addresses: Sequence[str]) -> set[str]:
         return {
             r[0]
             for r in conn.exec_driver_sql(
-                "SELECT address FROM blobs WHERE address = ANY(%s) ORDER BY address"
-                " FOR KEY SHARE",
+                "SELECT address FROM blobs WHERE address = ANY(%s) ORDER BY address FOR KEY SHARE",
                 (list(addresses),),
             )
         }
@@ -289,10 +288,13 @@ def record(
     function in :data:`HISTORY_HOOKS` is called with the same events, in this transaction.
 
     Args:
+        conn: the write transaction of the operation recorded.
         action: ``retain``, ``release`` or ``collect``.
         root: the root acted on (None for a collection).
         addresses: the objects (64 hex).
-        detail: JSON-ready facts shared by every row; ``details`` per address instead.
+        detail: JSON-ready facts shared by every row.
+        details: JSON-ready facts per address (instead of ``detail``).
+        now: the event time (default: :func:`db_now`).
 
     Returns:
         The events written: ``{"at", "actor", "action", "root", "address", "detail"}``.
@@ -309,7 +311,7 @@ def record(
             "address": a,
             "detail": json.dumps(d, sort_keys=True),
         }
-        for a, d in zip(list(addresses) or [None], per, strict=True)
+        for a, d in zip(list(addresses) or [None], per, strict=True)  # type: ignore[list-item]
     ]
     conn.execute(sa.insert(retention_history), rows)
     events = [{**r, "detail": d} for r, d in zip(rows, per, strict=True)]

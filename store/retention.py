@@ -102,7 +102,9 @@ class RetentionOps:
         self._db = store.db
 
     # -- roots ----------------------------------------------------------------------------
-    def rooting(self, root: str = DEFAULT_ROOT, actor: str = "local") -> AbstractContextManager[None]:
+    def rooting(
+        self, root: str = DEFAULT_ROOT, actor: str = "local"
+    ) -> AbstractContextManager[None]:
         """A context in which put, ingest and ingest-bundle root what they write under
         ``root`` (``with store.retention.rooting("run-42"): store.ingest(...)``).
 
@@ -127,6 +129,7 @@ class RetentionOps:
             refs: content refs of stored objects (any accepted form).
             root: the root's name.
             until: keep until then (aware datetime, ISO 8601, or ``"30d"`` from now).
+            actor: who retains (recorded in the history).
 
         Returns:
             ``{"root", "until", "retained": ["blake3:..."]}``.
@@ -145,8 +148,11 @@ class RetentionOps:
             addresses = _resolve(conn, refs)
             gone = hold(conn, addresses)  # locked against a concurrent collection
             if gone:
-                raise error("not-found.blob", f"blake3:{gone[0]} was collected meanwhile",
-                            ref="blake3:" + gone[0])
+                raise error(
+                    "not-found.blob",
+                    f"blake3:{gone[0]} was collected meanwhile",
+                    ref="blake3:" + gone[0],
+                )
             stamp = None if when is None else sql_time(conn, when)
             conn.execute(
                 sa.text(
@@ -190,8 +196,12 @@ class RetentionOps:
             wanted = _resolve(conn, refs) if refs else sorted(held)
             stray = [a for a in wanted if a not in held]
             if stray:
-                raise error("not-found.root", f"root {root!r} does not hold blake3:{stray[0]}",
-                            root=root, ref="blake3:" + stray[0])
+                raise error(
+                    "not-found.root",
+                    f"root {root!r} does not hold blake3:{stray[0]}",
+                    root=root,
+                    ref="blake3:" + stray[0],
+                )
             for i in range(0, len(wanted), 500):
                 conn.execute(
                     sa.delete(roots).where(
@@ -210,9 +220,7 @@ class RetentionOps:
         """  # noqa: D205
         with self._db.read() as conn:
             now = db_now(conn)
-            rows = conn.execute(
-                sa.select(roots.c.name, roots.c.until).order_by(roots.c.name)
-            ).all()
+            rows = conn.execute(sa.select(roots.c.name, roots.c.until).order_by(roots.c.name)).all()
         out: dict[str, dict[str, Any]] = {}
         for name, until in rows:
             item = out.setdefault(name, {"root": name, "entries": 0, "held": 0, "until": ""})
@@ -236,12 +244,11 @@ class RetentionOps:
 
     def history(self, limit: int = 1000) -> list[dict[str, Any]]:
         """The latest retention events, newest first: ``{"at", "actor", "action", "root",
-        "address", "detail"}``."""  # noqa: D205
+        "address", "detail"}``.
+        """  # noqa: D205
         with self._db.read() as conn:
             rows = conn.execute(
-                sa.select(retention_history)
-                .order_by(retention_history.c.id.desc())
-                .limit(limit)
+                sa.select(retention_history).order_by(retention_history.c.id.desc()).limit(limit)
             ).all()
         return [
             {
@@ -304,6 +311,7 @@ class RetentionOps:
                 system (PostgreSQL: autovacuum reclaims it).
             batch: objects deleted per transaction.
             progress: ``progress(deleted so far, garbage found)``.
+            actor: who collects (recorded in the history).
 
         Returns:
             The :class:`~evstore.gc.GcReport` (each deletion is in the history too).
