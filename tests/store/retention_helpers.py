@@ -51,3 +51,21 @@ def reset_clock() -> None:
     from evstore.leases import CLOCK
 
     CLOCK.offset = dt.timedelta(0)
+
+
+def make_manifest(content: bytes, tag: str) -> bytes:
+    """A variant of the example manifest naming ``content`` and query ``tag`` (self-address
+    recomputed): many distinct manifests that share a small pool of contents."""
+    import json
+
+    from evstore.digests import sha256_b64u
+
+    doc = json.loads(MANIFEST)
+    digest = "sha256:" + sha256_b64u(content)
+    doc["query/id"] = f"query:{tag}"
+    doc["content/ref"] = "object-store:" + digest
+    doc["content/digest"] = digest
+    doc["content/size-bytes"] = len(content)
+    doc.pop("manifest/ref")
+    doc["manifest/ref"] = evstore.manifest_address(json.dumps(doc).encode())["computed"]
+    return json.dumps(doc).encode()
