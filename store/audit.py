@@ -36,9 +36,8 @@ from .check import _audit_bytes, _write_verified, parse_since
 from .db import Database
 from .errors import EvstoreError, error
 from .leases import ACTOR, check_root_name, db_now
-from .refs import parse_ref
 from .settings import load_settings
-from .tables import artifacts, audits, bindings, edges, roots, verified
+from .tables import audits, bindings, edges, roots, verified
 from .txn import Txn
 
 __all__ = ["AuditOptions", "AuditRun", "audit_history", "run_audit"]
@@ -172,6 +171,35 @@ class _Auditor:
         self.clean: list[tuple[str, str]] = []
         self.skipped = 0
         self.warnings: list[dict[str, str]] = []
+        self.rows: dict[str, _blobs.BlobRow | None] = {}
+        self.kinds: dict[str, list[str]] = {}
+        self._made: dict[str, list[Any]] | None = None
+
+    def row(self, address: str) -> _blobs.BlobRow | None:
+        """The blob row at ``address`` (None: not stored) and its artifact kinds (in
+        :attr:`kinds`), read in one statement once per run.
+        """  # noqa: D205
+        if address not in self.rows:
+            mark = "%s" if self.conn.dialect.name == "postgresql" else "?"
+            found = self.conn.exec_driver_sql(
+                "SELECT b.address, b.sha256, b.size, b.chunk_set, a.kind FROM blobs b"
+                f" LEFT JOIN artifacts a ON a.address = b.address WHERE b.address = {mark}",
+                (address,),
+            ).all()
+            self.rows[address] = _blobs._row(found[0]) if found else None
+            self.kinds[address] = sorted(r.kind for r in found if r.kind is not None)
+        return self.rows[address]
+
+    def made(self, address: str) -> list[Any]:
+        """The binding rows whose origin is ``address`` (every origin read in one query)."""
+        if self._made is None:
+            self._made = {}
+            q = sa.select(
+                bindings.c.origin, bindings.c.namespace, bindings.c.key, bindings.c.key_digest
+            ).where(bindings.c.origin != "")
+            for b in self.conn.execute(q):
+                self._made.setdefault(b.origin, []).append(b)
+        return self._made.get(address, [])
 
     def _verified_since(self, address: str) -> bool:
         if self.since is None:
@@ -190,7 +218,7 @@ class _Auditor:
         if address in self.cache:
             return self.cache[address]
         found: list[EvstoreError] = []
-        row = _blobs.lookup(self.conn, parse_ref("blake3:" + address))
+        row = self.row(address)
         if row is None:
             found.append(
                 error(
@@ -213,15 +241,10 @@ class _Auditor:
             err.details.setdefault("address", where)
             return [err]
         found: list[EvstoreError] = []
-        kinds = [
-            k
-            for (k,) in self.conn.execute(
-                sa.select(artifacts.c.kind).where(artifacts.c.address == address)
-            )
-        ]
+        kinds = self.kinds[address]
         for kind in kinds:
             found.extend(_audit_bytes(self.txn, address, kind, data, self.warnings))
-        for b in self.conn.execute(sa.select(bindings).where(bindings.c.origin == address)):
+        for b in self.made(address):
             if hashlib.sha256(b.key.encode("utf-8")).hexdigest() != b.key_digest:
                 found.append(
                     error(
@@ -248,16 +271,21 @@ class _Auditor:
             nxt: list[str] = []
             for a in frontier:
                 faults.extend(self.object_faults(a))
-            rows = self.conn.execute(
-                sa.select(edges.c.src, edges.c.role, edges.c.dst)
-                .where(edges.c.src.in_(frontier))
-                .order_by(edges.c.src, edges.c.role, edges.c.dst)
+            srcs = [a for a in frontier if self.kinds.get(a)]  # only artifacts have edges
+            rows = (
+                self.conn.execute(
+                    sa.select(edges.c.src, edges.c.role, edges.c.dst)
+                    .where(edges.c.src.in_(srcs))
+                    .order_by(edges.c.src, edges.c.role, edges.c.dst)
+                ).all()
+                if srcs
+                else []
             )
             for src, role, dst in rows:
                 if dst in seen:
                     continue
                 seen.add(dst)
-                if _blobs.lookup(self.conn, parse_ref("blake3:" + dst)) is None:
+                if self.row(dst) is None:
                     faults.append(
                         error(
                             "audit.missing",
@@ -271,15 +299,9 @@ class _Auditor:
                     continue
                 nxt.append(dst)
             frontier = nxt
-        kinds = sorted(
-            k
-            for (k,) in self.conn.execute(
-                sa.select(artifacts.c.kind).where(artifacts.c.address == address)
-            )
-        )
         return {
             "address": "blake3:" + address,
-            "kinds": kinds,
+            "kinds": self.kinds.get(address, []),
             "objects": len(seen),
             "verdict": "fail" if faults else "pass",
             "faults": faults,

@@ -62,7 +62,7 @@ WITH RECURSIVE live(address) AS (
     SELECT e.dst FROM edges e JOIN live l ON e.src = l.address
 )
 SELECT b.address, b.size FROM blobs b
-WHERE NOT EXISTS (SELECT 1 FROM live WHERE live.address = b.address)
+WHERE b.address NOT IN (SELECT address FROM live)
 ORDER BY b.address
 """
 
