@@ -164,9 +164,12 @@ def _run(conn: Connection, sql: str, addresses: Sequence[str], params: dict[str,
         )
         return list(result) if result.returns_rows else []
     for i in range(0, len(addresses), _IN):
-        names = {f"a{j}": a for j, a in enumerate(addresses[i : i + _IN])}
-        text = sql.replace("{in}", "IN (" + ", ".join(f":{n}" for n in names) + ")")
-        result = conn.execute(sa.text(text.replace("%(now)s", ":now")), {**params, **names})
+        part = list(addresses[i : i + _IN])
+        head, _, tail = sql.partition("{in}")
+        text = head + "IN (" + ",".join("?" * len(part)) + ")" + tail
+        # Positional: the address list, then the time once per use in the rest of the text.
+        args = (*part, *([params.get("now")] * tail.count("%(now)s")))
+        result = conn.exec_driver_sql(text.replace("%(now)s", "?"), args)
         if result.returns_rows:
             out.extend(result)
     return out
