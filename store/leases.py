@@ -210,25 +210,29 @@ def _insert_roots(conn: Connection, root: str, addresses: Sequence[str]) -> None
 
 
 def _extend(conn: Connection, task: Pending, addresses: Sequence[str]) -> None:
-    """Extend the leases of ``addresses`` to ``task.expires`` (never shorten one)."""
+    """Extend the leases of ``addresses`` to ``task.expires`` (one statement).
+
+    A lease is only ever lengthened, and only rewritten when less than half of it remains:
+    every write leaves at least half a lease ahead of what it found or stored, and an
+    object written again and again (a shared source) costs no row update each time.
+    """
     task.leased.update(addresses)
     if not addresses or task.lease_seconds <= 0:
         return  # a zero lease protects nothing: no row needed
-    upsert = (
-        " ON CONFLICT (address) DO UPDATE SET expires_at = excluded.expires_at"
-        " WHERE leases.expires_at < excluded.expires_at"
-    )
+    half = task.now + _dt.timedelta(seconds=task.lease_seconds / 2)
     if conn.dialect.name == "postgresql":
         conn.exec_driver_sql(
             "INSERT INTO leases (address, expires_at) SELECT a, %s FROM unnest(%s::text[])"
-            " AS t(a)" + upsert,
-            (task.expires, list(addresses)),
+            " AS t(a) ON CONFLICT (address) DO UPDATE SET expires_at = excluded.expires_at"
+            " WHERE leases.expires_at < %s",
+            (task.expires, list(addresses), half),
         )
         return
-    stamp = sql_time(conn, task.expires)
+    stamp, when = sql_time(conn, task.expires), sql_time(conn, half)
     conn.exec_driver_sql(
-        "INSERT INTO leases (address, expires_at) VALUES (?, ?)" + upsert,
-        [(a, stamp) for a in addresses],
+        "INSERT INTO leases (address, expires_at) VALUES (?, ?) ON CONFLICT (address)"
+        " DO UPDATE SET expires_at = excluded.expires_at WHERE leases.expires_at < ?",
+        [(a, stamp, when) for a in addresses],
     )
 
 
