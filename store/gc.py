@@ -62,9 +62,16 @@ WITH RECURSIVE live(address) AS (
     SELECT e.dst FROM edges e JOIN live l ON e.src = l.address
 )
 SELECT b.address, b.size FROM blobs b
-WHERE b.address NOT IN (SELECT address FROM live)
+WHERE {unreached}
 ORDER BY b.address
 """
+#: "Not in the live set": PostgreSQL plans NOT EXISTS as a hash anti-join (NOT IN over a
+#: large subquery becomes a linear search per row); SQLite hashes NOT IN (it runs a
+#: correlated NOT EXISTS over the recursive result once per row).
+_UNREACHED = {
+    "postgresql": "NOT EXISTS (SELECT 1 FROM live WHERE live.address = b.address)",
+    "sqlite": "b.address NOT IN (SELECT address FROM live)",
+}
 
 #: The re-check on one ``blobs`` row: nothing refers to it, no live root, no live lease.
 _COLLECTABLE = (
@@ -131,10 +138,13 @@ def garbage(conn: Connection, now: _dt.datetime | None = None) -> list[tuple[str
     One recursive query over roots, leases and edges, on the caller's snapshot.
     """
     when = now or db_now(conn)
+    unreached = _UNREACHED[conn.dialect.name]
     if conn.dialect.name == "postgresql":
-        rows = conn.exec_driver_sql(_GARBAGE.format(now="%(now)s"), {"now": when})
+        sql = _GARBAGE.format(now="%(now)s", unreached=unreached)
+        rows = conn.exec_driver_sql(sql, {"now": when})
     else:
-        rows = conn.execute(sa.text(_GARBAGE.format(now=":now")), {"now": sql_time(conn, when)})
+        sql = _GARBAGE.format(now=":now", unreached=unreached)
+        rows = conn.execute(sa.text(sql), {"now": sql_time(conn, when)})
     return [(r[0], int(r[1])) for r in rows]
 
 
