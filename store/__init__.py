@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     )
     from .fragment_rules import scope_from_parts as fragment_scope
     from .kinds import check_kind, known_kinds
+    from .leases import rooting
     from .log import LogOps
     from .log import verify_proof as verify_log_proof
     from .manifest_rules import manifest_address
@@ -83,6 +84,7 @@ _SOURCES: dict[str, str] = {
     "open": "api",
     "package_context_size": "package_context:context_size",
     "parse_ref": "refs",
+    "rooting": "leases",
     "verify_log_proof": "log:verify_proof",
 }
 
@@ -120,6 +122,7 @@ __all__ = [
     "open",
     "package_context_size",
     "parse_ref",
+    "rooting",
     "verify_log_proof",
 ]
 

@@ -5,13 +5,10 @@ call that writes is one transaction, so ``ingest([a, b, c])`` stores all or noth
 rejected call leaves the store exactly as it was (rows and bytes).
 
 This module is a facade: each method is one call into the module that does the work
-(store/ingest.py for ingest and validate, store/check.py for the whole-store check,
-store/blobs.py for bytes, store/settings.py for settings). Contract-specific operations hang
-off namespaced accessors (``store.fragments``, ``store.manifests``, ``store.packages``,
-``store.contexts``, ``store.runs``), each defined in its contract's store module.
-
-Opening a store compares its schema revision (one SQL statement) with migrations/versions
-(read as text): Alembic is imported only by init, migrate and ``open(create=True)``.
+(ingest.py, check.py, blobs.py, settings.py). Namespaced accessors hang off it (``store.
+fragments``, ``.manifests``, ``.packages``, ``.contexts``, ``.runs``: their contract's store
+module; ``.retention``: retention.py; ``.log``: the tamper-evident log, log.py). Opening a
+store reads its schema revision (one SQL statement; Alembic only for init and migrate).
 """
 
 from __future__ import annotations
@@ -54,12 +51,7 @@ from .ingest import (
 from .kinds import check_kind, lookup_value
 from .listing import iter_artifacts, iter_blobs
 from .refs import parse_ref
-from .settings import (
-    check_setting_value,
-    load_settings,
-    parse_setting_value,
-    write_setting,
-)
+from .settings import check_setting_value, load_settings, parse_setting_value, write_setting
 from .txn import Txn
 
 __all__ = ["Store", "init", "migrate", "open"]
@@ -798,3 +790,10 @@ class Store:
         from .runs import RunOps
 
         return RunOps(self)
+
+    @property
+    def retention(self) -> Any:
+        """Roots, upload leases, gc and audits (store/retention.py ``RetentionOps``)."""
+        from .retention import RetentionOps
+
+        return RetentionOps(self) if not self._closed else self._live()

@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection
 from .db import raw_driver
 from .digests import Digest, Hasher, digest_bytes
 from .errors import CorruptionError, NotFound
+from .leases import note_blobs
 from .log_entries import append_entry
 from .refs import ContentRef
 from .tables import blob_chunks, blobs
@@ -328,18 +329,21 @@ def iter_checked(conn: Connection, row: BlobRow) -> Iterator[bytes]:
 
 
 def _existing(conn: Connection, addresses: Sequence[str]) -> dict[str, BlobRow]:
-    """Index rows of the stored blobs among ``addresses``.
+    """Index rows of the stored blobs among ``addresses``, locked until the commit.
 
-    PostgreSQL takes the whole list as one array parameter (one round trip); SQLite takes
-    lists of :data:`_IN_BATCH` (its bound-parameter limit).
+    PostgreSQL takes the whole list as one array parameter (one round trip) and locks the
+    rows found ``FOR KEY SHARE``: the collector cannot delete a blob a write found stored
+    (evstore.leases). SQLite takes lists of :data:`_IN_BATCH` (its bound-parameter limit);
+    its single writer needs no row lock.
     """
     found: dict[str, BlobRow] = {}
     if not addresses:
         return found
     if conn.dialect.name == "postgresql":
         result = conn.exec_driver_sql(
-            "SELECT address, sha256, size, chunk_set FROM blobs WHERE address = ANY(%s)",
-            (list(addresses),),
+            "SELECT address, sha256, size, chunk_set FROM blobs WHERE address = ANY(%s)"
+            " ORDER BY address FOR KEY SHARE",
+            (sorted(addresses),),
         )
         for r in result:
             found[r.address] = _row(r)
@@ -429,6 +433,7 @@ def put_many(conn: Connection, items: Sequence[bytes], *, log: bool = True) -> l
                 conn.execute(
                     sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == r["chunk_set"])
                 )
+    note_blobs(conn, seen)
     results: list[PutResult] = []
     for dg in digests:
         new = dg.blake3 in written
@@ -537,6 +542,7 @@ def put_stream(conn: Connection, stream: BinaryIO | Iterable[bytes]) -> PutResul
             sa.insert(blob_chunks), {"chunk_set": chunk_set, "seq": seq, "data": bytes(buf)}
         )
     existing = _existing(conn, [dg.blake3]).get(dg.blake3)
+    note_blobs(conn, [dg.blake3])
     if existing is None:
         row = {
             "address": dg.blake3,

@@ -36,6 +36,7 @@ from . import merkle
 from .canonical import dumps, loads
 from .db import commit_hook
 from .errors import error
+from .leases import HISTORY_HOOKS, ROOTED_HOOKS
 
 __all__ = [
     "ENTRY_VERSION",
@@ -48,6 +49,8 @@ __all__ = [
     "fetch_subtrees",
     "inclusion_at",
     "iso_time",
+    "log_history",
+    "log_rooted",
     "log_size",
     "parse_entry",
     "root_at",
@@ -201,6 +204,66 @@ def append_entry(
         raise ValueError(f"unknown log operation {op!r}")
     pending: _Pending = commit_hook(conn, _HOOK, _Pending)
     pending.items.append((op, address, sha256, int(size), kind, root))
+
+
+#: Retention history actions and the log operation each appends.
+_HISTORY_OPS = {"retain": "retain", "release": "release", "collect": "delete"}
+
+
+def _facts(conn: Connection, addresses: Sequence[str]) -> dict[str, tuple[str, int]]:
+    """``address -> (sha256, size)`` of the stored blobs among ``addresses`` (one query)."""
+    out: dict[str, tuple[str, int]] = {}
+    mark = "?" if conn.dialect.name == "sqlite" else "%s"
+    for i in range(0, len(addresses), 500):
+        part = list(addresses[i : i + 500])
+        sql = (
+            "SELECT address, sha256, size FROM blobs WHERE address IN ("
+            + ", ".join([mark] * len(part))
+            + ")"
+        )
+        out.update({a: (h, int(n)) for a, h, n in conn.exec_driver_sql(sql, tuple(part))})
+    return out
+
+
+def log_history(conn: Connection, events: list[dict[str, Any]]) -> None:
+    """Append ``retain``/``release``/``delete`` entries for retention history events.
+
+    Registered in ``evstore.leases.HISTORY_HOOKS``: retain, release and collection record
+    their events in the transaction that makes them, before a collected blob row is deleted,
+    so each object's SHA-256 and size are read here. An event naming no stored blob appends
+    nothing.
+    """
+    wanted = [e for e in events if e.get("action") in _HISTORY_OPS and e.get("address")]
+    facts = _facts(conn, [str(e["address"]) for e in wanted]) if wanted else {}
+    for e in wanted:
+        fact = facts.get(str(e["address"]))
+        if fact is not None:
+            op, root = _HISTORY_OPS[str(e["action"])], e.get("root")
+            append_entry(
+                conn, op=op, address=str(e["address"]), sha256=fact[0], size=fact[1], root=root
+            )
+
+
+def log_rooted(conn: Connection, root: str, addresses: list[str]) -> None:
+    """Append ``retain`` entries when a write roots already-stored objects under a new root.
+
+    Registered in ``evstore.leases.ROOTED_HOOKS``. An object this transaction stored has
+    its ``put``/``ingest`` entry already, so only the others (identical content written
+    again under another root) append one.
+    """
+    pending: _Pending = commit_hook(conn, _HOOK, _Pending)
+    fresh = {_hex(item[1]) for item in pending.items}
+    rest = [a for a in addresses if a not in fresh]
+    facts = _facts(conn, rest) if rest else {}
+    for a in rest:
+        if a in facts:
+            append_entry(
+                conn, op="retain", address=a, sha256=facts[a][0], size=facts[a][1], root=root
+            )
+
+
+HISTORY_HOOKS.append(log_history)
+ROOTED_HOOKS.append(log_rooted)
 
 
 class _Recorder:

@@ -15,7 +15,7 @@ this documented order, so the log starts out naming everything already accepted:
    no recorded time, so the entry's ``accepted_at`` is the time of this migration.
 
 Revision ID: 0007
-Revises: 0004
+Revises: 0006 (0004 on its own branch; the lead rechains)
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0007"
-down_revision = "0004"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 

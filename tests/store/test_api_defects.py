@@ -72,6 +72,7 @@ def test_a_closed_store_refuses_every_call(store_url):
         "contexts": lambda: store.contexts,
         "runs": lambda: store.runs,
         "log": lambda: store.log,
+        "retention": lambda: store.retention,
     }
     public = {
         n
