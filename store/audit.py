@@ -34,6 +34,7 @@ from sqlalchemy.engine import Connection
 from . import blobs as _blobs
 from .check import _audit_bytes, _write_verified, parse_since
 from .db import Database
+from .digests import digest_bytes
 from .errors import EvstoreError, error
 from .leases import ACTOR, check_root_name, db_now
 from .settings import load_settings
@@ -41,6 +42,11 @@ from .tables import audits, bindings, edges, roots, verified
 from .txn import Txn
 
 __all__ = ["AuditOptions", "AuditRun", "audit_history", "run_audit"]
+
+#: Root entries (and objects) read ahead per statement.
+_PAGE = 500
+#: Inline blobs up to this size (bytes) are read ahead with their rows.
+_PREFETCH_MAX = 64 << 10
 
 #: ``progress(entries done, entries in scope)``.
 Progress = Callable[[int, int], None]
@@ -173,22 +179,81 @@ class _Auditor:
         self.warnings: list[dict[str, str]] = []
         self.rows: dict[str, _blobs.BlobRow | None] = {}
         self.kinds: dict[str, list[str]] = {}
+        self.data: dict[str, Any] = {}  # small inline bytes read ahead, until verified
+        self.adj: dict[str, list[tuple[str, str]]] = {}
         self._made: dict[str, list[Any]] | None = None
 
     def row(self, address: str) -> _blobs.BlobRow | None:
-        """The blob row at ``address`` (None: not stored) and its artifact kinds (in
-        :attr:`kinds`), read in one statement once per run.
-        """  # noqa: D205
+        """The blob row at ``address`` (None: not stored); its kinds go to :attr:`kinds`."""
         if address not in self.rows:
-            mark = "%s" if self.conn.dialect.name == "postgresql" else "?"
-            found = self.conn.exec_driver_sql(
-                "SELECT b.address, b.sha256, b.size, b.chunk_set, a.kind FROM blobs b"
-                f" LEFT JOIN artifacts a ON a.address = b.address WHERE b.address = {mark}",
-                (address,),
-            ).all()
-            self.rows[address] = _blobs._row(found[0]) if found else None
-            self.kinds[address] = sorted(r.kind for r in found if r.kind is not None)
+            self.prefetch([address])
         return self.rows[address]
+
+    def prefetch(self, addresses: Sequence[str]) -> None:
+        """Read the rows, artifact kinds and small inline bytes of ``addresses`` not read
+        yet: one statement per :data:`_PAGE` addresses.
+        """  # noqa: D205
+        todo = sorted({a for a in addresses if a not in self.rows})
+        mark = "%s" if self.conn.dialect.name == "postgresql" else "?"
+        for i in range(0, len(todo), _PAGE):
+            part = todo[i : i + _PAGE]
+            found = self.conn.exec_driver_sql(
+                "SELECT b.address, b.sha256, b.size, b.chunk_set, a.kind, CASE WHEN"
+                f" b.chunk_set IS NULL AND b.size <= {_PREFETCH_MAX} THEN b.data END AS data"
+                " FROM blobs b LEFT JOIN artifacts a ON a.address = b.address"
+                f" WHERE b.address IN ({', '.join([mark] * len(part))})",
+                tuple(part),
+            ).all()
+            for a in part:
+                self.rows[a], self.kinds[a] = None, []
+            for r in found:
+                if self.rows[r.address] is None:
+                    self.rows[r.address] = _blobs._row(r)
+                    if r.data is not None:
+                        self.data[r.address] = r.data
+                if r.kind is not None:
+                    self.kinds[r.address].append(r.kind)
+            for a in part:
+                self.kinds[a].sort()
+
+    def edges_of(self, address: str) -> list[tuple[str, str]]:
+        """``(role, dst)`` of an artifact's edges (read ahead by :meth:`warm`)."""
+        if address not in self.adj:
+            self.adj[address] = [
+                (r.role, r.dst)
+                for r in self.conn.execute(
+                    sa.select(edges.c.role, edges.c.dst)
+                    .where(edges.c.src == address)
+                    .order_by(edges.c.role, edges.c.dst)
+                )
+            ]
+        return self.adj[address]
+
+    def warm(self, entries: Sequence[str]) -> None:
+        """Read a page of entries' closures ahead, level by level: rows, kinds, small bytes
+        and edges in a few statements for the whole page.
+        """  # noqa: D205
+        frontier = list(dict.fromkeys(entries))
+        seen = set(frontier)
+        while frontier:
+            self.prefetch(frontier)
+            srcs = [a for a in frontier if self.kinds.get(a) and a not in self.adj]
+            for a in srcs:
+                self.adj[a] = []
+            for i in range(0, len(srcs), _PAGE):
+                q = (
+                    sa.select(edges.c.src, edges.c.role, edges.c.dst)
+                    .where(edges.c.src.in_(srcs[i : i + _PAGE]))
+                    .order_by(edges.c.src, edges.c.role, edges.c.dst)
+                )
+                for src, role, dst in self.conn.execute(q):
+                    self.adj[src].append((role, dst))
+            frontier = []
+            for a in srcs:
+                for _, dst in self.adj[a]:
+                    if dst not in seen:
+                        seen.add(dst)
+                        frontier.append(dst)
 
     def made(self, address: str) -> list[Any]:
         """The binding rows whose origin is ``address`` (every origin read in one query)."""
@@ -227,6 +292,7 @@ class _Auditor:
             )
         elif self._verified_since(address):
             self.skipped += 1
+            self.data.pop(address, None)
         else:
             found.extend(self._verify(row, address))
         out = [f.to_dict() for f in found]
@@ -235,8 +301,15 @@ class _Auditor:
 
     def _verify(self, row: _blobs.BlobRow, address: str) -> list[EvstoreError]:
         where = "blake3:" + address
+        ahead = self.data.pop(address, None)
         try:
-            data = _blobs.read_verified(self.conn, row)
+            if ahead is None:
+                data = _blobs.read_verified(self.conn, row)
+            else:
+                data = _blobs._as_bytes(ahead, address)
+                bad = _blobs._compare(row, digest_bytes(data))
+                if bad is not None:
+                    raise bad
         except EvstoreError as err:
             err.details.setdefault("address", where)
             return [err]
@@ -272,15 +345,7 @@ class _Auditor:
             for a in frontier:
                 faults.extend(self.object_faults(a))
             srcs = [a for a in frontier if self.kinds.get(a)]  # only artifacts have edges
-            rows = (
-                self.conn.execute(
-                    sa.select(edges.c.src, edges.c.role, edges.c.dst)
-                    .where(edges.c.src.in_(srcs))
-                    .order_by(edges.c.src, edges.c.role, edges.c.dst)
-                ).all()
-                if srcs
-                else []
-            )
+            rows = [(src, role, dst) for src in srcs for role, dst in self.edges_of(src)]
             for src, role, dst in rows:
                 if dst in seen:
                     continue
@@ -353,7 +418,9 @@ def run_audit(db: Database, options: AuditOptions, progress: Progress | None = N
         done = 0
         for name, addrs in picked.items():
             entries = []
-            for a in addrs:
+            for i, a in enumerate(addrs):
+                if i % _PAGE == 0:
+                    auditor.warm(addrs[i : i + _PAGE])
                 entries.append(auditor.entry(a))
                 done += 1
                 if progress is not None:
