@@ -49,7 +49,7 @@ from .checkpoint import (
     verify_tlog_proof,
 )
 from .digests import digest_bytes
-from .errors import error
+from .errors import InputError, error
 from .log_entries import (
     LOG_LOCK,
     consistency_at,
@@ -91,11 +91,27 @@ def _latest(conn: Connection, size: int | None = None) -> Any:
 def _checkpoint_dict(row: Any, verifier: Verifier | None) -> dict[str, Any]:
     out: dict[str, Any] = {"size": int(row.size), "note": row.note}
     if verifier is not None:
-        cp = verify_checkpoint(row.note, verifier)
+        try:
+            cp = verify_checkpoint(row.note, verifier)
+        except CheckpointError as err:  # stored damage, not the caller's input
+            raise error(
+                "check.log-checkpoint",
+                f"the stored checkpoint {int(row.size)} does not verify: {err.message}",
+                address="log",
+                size=int(row.size),
+            ) from None
         out["root"] = _b64(cp.root_hash)
         out["origin"] = cp.origin
     out["signed_at"] = iso_time(row.signed_at)
     return out
+
+
+def _entry_or_none(data: bytes) -> dict[str, Any] | None:
+    """The entry object, or None for stored bytes that are no entry (``check`` names them)."""
+    try:
+        return parse_entry(data)
+    except InputError:
+        return None
 
 
 def _key_path(path: str | os.PathLike[str] | None) -> str:
@@ -240,7 +256,7 @@ class LogOps:
         return [
             {
                 "index": int(r.idx),
-                "entry": json.loads(bytes(r.entry)),
+                "entry": _entry_or_none(bytes(r.entry)),
                 "bytes": _b64(bytes(r.entry)),
                 "leaf_hash": _b64(merkle.leaf_hash(bytes(r.entry))),
             }
@@ -286,7 +302,7 @@ class LogOps:
         return {
             "index": index,
             "size": size,
-            "entry": json.loads(entry),
+            "entry": _entry_or_none(entry),
             "proof": [_b64(h) for h in hashes],
             "checkpoint": row.note,
             "text": format_tlog_proof(proof),

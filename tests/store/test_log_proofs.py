@@ -331,6 +331,8 @@ def test_tampering_with_an_entry_is_named_and_breaks_its_proof(keyed):
         conn.execute(sa.delete(log_entries).where(log_entries.c.idx == 6))
     codes = [(c, d.get("index")) for c, d in _faults(store)]
     assert ("check.log-entry", 1) in codes and ("check.log-entry", 6) in codes
+    assert store.log.entries(1, 2)[0]["entry"] is None  # shown, not parsed; no traceback
+    assert store.log.prove(index=1)["entry"] is None
 
 
 def test_tampering_with_a_node_is_named_and_breaks_proofs_through_it(keyed):
@@ -367,6 +369,7 @@ def test_tampering_with_a_checkpoint_or_the_key_is_named(keyed):
     with store.db.engine.begin() as conn:
         conn.execute(sa.update(log_checkpoints).values(note=forged))
     assert _faults(store)[0][0] == "check.log-checkpoint"
+    assert _codes(store.log.status) == "check.log-checkpoint"
     assert _vcode(store.log.prove(index=2)["text"], vkey) == ("checkpoint.signature")
     assert evstore.verify_log_proof(text, vkey)["size"] == 5  # the proof taken before holds
     with store.db.engine.begin() as conn:  # a checkpoint beyond the log, signed correctly
