@@ -182,10 +182,10 @@ _SQL = {
     "artifacts": "INSERT INTO artifacts (address, kind, contract_version, accepted_at) "
     "VALUES ({}, CURRENT_TIMESTAMP)",
     "edges": "INSERT INTO edges (src, role, dst) VALUES ({})",
-    "attrs": "INSERT INTO attrs (name, value, address, kind) VALUES ({})",
+    "attrs": "INSERT INTO attrs (name, value_digest, value, address, kind) VALUES ({})",
     "bindings": "INSERT INTO bindings (namespace, key_digest, key, value, origin) VALUES ({})",
 }
-_WIDTH = {"blobs": 5, "artifacts": 3, "edges": 3, "attrs": 4, "bindings": 5}
+_WIDTH = {"blobs": 5, "artifacts": 3, "edges": 3, "attrs": 5, "bindings": 5}
 
 
 def _ceiling_rows(
@@ -213,7 +213,8 @@ def _ceiling_rows(
         )
         rows["artifacts"].append((address, "manifest", M.ManifestKind.contract_version))
         rows["edges"].append((address, M.CONTENT_EDGE, c_address))
-        rows["attrs"].append((M.FIND_ATTR, ref, address, "manifest"))
+        vd = hashlib.sha256(ref.encode()).hexdigest()  # attrs.value_digest (migration 0004)
+        rows["attrs"].append((M.FIND_ATTR, vd, ref, address, "manifest"))
         rows["bindings"] += [
             (
                 M.REF_NAMESPACE,
