@@ -26,6 +26,7 @@ import random
 import re
 import sqlite3
 import sys
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -382,6 +383,10 @@ class Database:
                 code="store.url",
             )
         self.display_url = parsed.render_as_string(hide_password=True)
+        # SQLite point reads: one connection per thread (point_row), closed by dispose().
+        self._point = threading.local()
+        self._point_lock = threading.Lock()
+        self._point_raws: list[Any] = []
         self.sqlite_path: Path | None = None
         if self.backend == "sqlite":
             db = parsed.database or ""
@@ -639,8 +644,82 @@ class Database:
                 raise
             raise translate(exc, self.display_url) from exc
 
+    def point_row(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """The first row of one read-only statement, run outside any explicit transaction.
+
+        One statement is its own snapshot on both backends, so no BEGIN/COMMIT is sent. On
+        SQLite the statement runs on this thread's own connection, opened once through the
+        pool (the store's pragmas) and then detached from it: a point read pays no pool
+        checkout (issue 16, bench/core.py part d). The connection caches nothing between
+        statements: each one reads the latest committed state, and its cursor is closed
+        before returning, so no read lock is held. On PostgreSQL a pooled connection is
+        checked out and set to autocommit for the statement.
+
+        Raises:
+            Whatever the driver raises (:func:`database_errors`); the connection involved
+            is then closed, never reused.
+        """
+        if self.backend != "sqlite":
+            return self._pg_point_row(sql, params)
+        conn = self._thread_connection()
+        try:
+            cur = conn.execute(sql, params)
+            try:
+                return cur.fetchone()  # type: ignore[no-any-return]
+            finally:
+                cur.close()
+        except database_errors():
+            self._drop_thread_connection()
+            raise
+
+    def _thread_connection(self) -> Any:
+        local = self._point
+        raw = getattr(local, "raw", None)
+        if raw is None or local.pid != os.getpid():
+            raw = self.engine.raw_connection()
+            raw.detach()  # this thread's own from now on; closed by dispose()
+            local.raw, local.pid = raw, os.getpid()
+            with self._point_lock:
+                self._point_raws.append(raw)
+        return raw.dbapi_connection
+
+    def _drop_thread_connection(self) -> None:
+        raw = getattr(self._point, "raw", None)
+        self._point.raw = None
+        if raw is not None:
+            with self._point_lock:
+                if raw in self._point_raws:
+                    self._point_raws.remove(raw)
+            with contextlib.suppress(*database_errors()):
+                raw.close()
+
+    def _pg_point_row(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        raw = self.engine.raw_connection()
+        try:
+            driver = raw.driver_connection
+            driver.autocommit = True  # type: ignore[union-attr]
+            try:
+                cur = raw.cursor()
+                cur.execute(sql, params)
+                r = cur.fetchone()
+                cur.close()
+            finally:
+                driver.autocommit = False  # type: ignore[union-attr]
+        except database_errors():
+            raw.invalidate()  # a broken driver connection never goes back to the pool
+            raise
+        finally:
+            raw.close()
+        return r  # type: ignore[no-any-return]
+
     def dispose(self) -> None:
-        """Close every pooled connection."""
+        """Close every pooled connection and every thread's point-read connection."""
+        with self._point_lock:
+            raws, self._point_raws = self._point_raws, []
+        for raw in raws:
+            with contextlib.suppress(*database_errors()):
+                raw.close()
+        self._point = threading.local()
         self.engine.dispose()
 
 
