@@ -112,12 +112,12 @@ def insert_ignore(conn: Connection, table: sa.Table, rows: Sequence[dict[str, An
 # PostgreSQL: one INSERT ... SELECT FROM unnest(arrays) per batch instead of one statement per
 # row (psycopg's executemany pipelines a statement per row; measured by bench/fragments.py and
 # bench/manifests.py, issue 16). Same rows, same order, same ON CONFLICT DO NOTHING.
-_PG_TYPES = (
+_PG_TYPES: tuple[tuple[type[Any], str | None], ...] = (
+    (sa.Enum, None),  # no text-to-enum assignment cast: such tables take executemany
     (sa.LargeBinary, "bytea"),
     (sa.BigInteger, "int8"),
     (sa.Integer, "int4"),
     (sa.Boolean, "bool"),
-    (sa.DateTime, "timestamptz"),
     (sa.String, "text"),  # Text and String(n) alike
 )
 #: Most rows, and about the most bytes, in one unnest statement.
@@ -129,6 +129,9 @@ def _pg_types(table: sa.Table, cols: tuple[str, ...]) -> tuple[str, ...] | None:
     out = []
     for name in cols:
         col_type = table.c[name].type
+        if isinstance(col_type, sa.DateTime):
+            out.append("timestamptz" if col_type.timezone else "timestamp")
+            continue
         pg = next((t for cls, t in _PG_TYPES if isinstance(col_type, cls)), None)
         if pg is None:
             return None
