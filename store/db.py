@@ -388,6 +388,7 @@ class Database:
         self._point_lock = threading.Lock()
         self._point_raws: list[Any] = []
         self.sqlite_path: Path | None = None
+        self._sqlite_name: str | None = None
         if self.backend == "sqlite":
             db = parsed.database or ""
             if db in ("", ":memory:") or db.startswith("file:"):
@@ -395,6 +396,7 @@ class Database:
                     "an evstore SQLite store is a file: use sqlite:///PATH", code="store.url"
                 )
             self.sqlite_path = Path(db)
+            self._sqlite_name = db  # os.stat on every check_identity: no Path conversion
             if not options or options == {"mode": "ro"}:
                 # a store this process cannot write is still read (every read command works)
                 options = {**options, **_read_only_options(self.sqlite_path)}
@@ -438,10 +440,10 @@ class Database:
         Raises:
             StoreStateError: ``store.replaced``.
         """
-        if self.sqlite_path is None:
+        if self._sqlite_name is None:
             return
         try:
-            st = os.stat(self.sqlite_path)
+            st = os.stat(self._sqlite_name)
         except FileNotFoundError:
             if self._identity is None:
                 return  # not created yet: opening reports store.missing, init creates it
@@ -675,10 +677,10 @@ class Database:
     def _thread_connection(self) -> Any:
         local = self._point
         raw = getattr(local, "raw", None)
-        if raw is None or local.pid != os.getpid():
+        if raw is None or local.forks != _FORKS[0]:  # a forked child opens its own
             raw = self.engine.raw_connection()
             raw.detach()  # this thread's own from now on; closed by dispose()
-            local.raw, local.pid = raw, os.getpid()
+            local.raw, local.forks = raw, _FORKS[0]
             with self._point_lock:
                 self._point_raws.append(raw)
         return raw.dbapi_connection
@@ -721,6 +723,11 @@ class Database:
                 raw.close()
         self._point = threading.local()
         self.engine.dispose()
+
+
+#: Forks of this process so far (a child never uses its parent's point-read connections).
+_FORKS = [0]
+os.register_at_fork(after_in_child=lambda: _FORKS.__setitem__(0, _FORKS[0] + 1))
 
 
 def _sqlite_events(engine: Engine, db: Database) -> None:
