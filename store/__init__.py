@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     )
     from .fragment_rules import scope_from_parts as fragment_scope
     from .kinds import check_kind, known_kinds
+    from .leases import rooting
     from .manifest_rules import manifest_address
     from .package_context import context_size as package_context_size
     from .package_rules import normalize_uuid
@@ -80,6 +81,7 @@ _SOURCES: dict[str, str] = {
     "open": "api",
     "package_context_size": "package_context:context_size",
     "parse_ref": "refs",
+    "rooting": "leases",
 }
 
 __all__ = [
@@ -115,6 +117,7 @@ __all__ = [
     "open",
     "package_context_size",
     "parse_ref",
+    "rooting",
 ]
 
 

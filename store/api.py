@@ -6,13 +6,11 @@ rejected call leaves the store exactly as it was (rows and bytes).
 
 This module is a facade: each method is one call into the module that does the work
 (store/ingest.py for ingest and validate, store/check.py for the whole-store check,
-store/blobs.py for bytes, store/settings.py for settings). Contract-specific operations hang
-off namespaced accessors (``store.fragments``, ``store.manifests``, ``store.packages``,
-``store.contexts``, ``store.runs``), each defined in its contract's store module.
-
-Opening a store reads its schema revision with one SQL statement and compares it with the
-revisions shipped in migrations/versions (read as text): Alembic is imported only by
-:func:`init`, :func:`migrate` and ``open(..., create=True)`` on a store that does not exist.
+store/blobs.py for bytes, store/settings.py for settings). Namespaced accessors hang off it
+(``store.fragments``, ``.manifests``, ``.packages``, ``.contexts``, ``.runs`` in their
+contract's store module; ``store.retention``: roots, gc and audits in store/retention.py).
+Opening a store reads its schema revision with one SQL statement (migrations/versions read
+as text): Alembic is imported only by init, migrate and open(create=True) on a new store.
 """
 
 from __future__ import annotations
@@ -54,12 +52,7 @@ from .ingest import (
 from .kinds import check_kind, lookup_value
 from .listing import iter_artifacts, iter_blobs
 from .refs import parse_ref
-from .settings import (
-    check_setting_value,
-    load_settings,
-    parse_setting_value,
-    write_setting,
-)
+from .settings import check_setting_value, load_settings, parse_setting_value, write_setting
 from .txn import Txn
 
 __all__ = ["Store", "init", "migrate", "open"]
@@ -770,3 +763,10 @@ class Store:
         from .runs import RunOps
 
         return RunOps(self)
+
+    @property
+    def retention(self) -> Any:
+        """Roots, upload leases, gc and audits (store/retention.py ``RetentionOps``)."""
+        from .retention import RetentionOps
+
+        return RetentionOps(self) if not self._closed else self._live()

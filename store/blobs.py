@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection
 from .db import raw_driver
 from .digests import Digest, Hasher, digest_bytes
 from .errors import CorruptionError, NotFound
+from .leases import note_blobs
 from .refs import ContentRef
 from .tables import blob_chunks, blobs
 
@@ -402,18 +403,21 @@ def iter_checked(conn: Connection, row: BlobRow) -> Iterator[bytes]:
 
 
 def _existing(conn: Connection, addresses: Sequence[str]) -> dict[str, BlobRow]:
-    """Index rows of the stored blobs among ``addresses``.
+    """Index rows of the stored blobs among ``addresses``, locked until the commit.
 
-    PostgreSQL takes the whole list as one array parameter (one round trip); SQLite takes
-    lists of :data:`_IN_BATCH` (its bound-parameter limit).
+    PostgreSQL takes the whole list as one array parameter (one round trip) and locks the
+    rows found ``FOR KEY SHARE``: the collector cannot delete a blob a write found stored
+    (evstore.leases). SQLite takes lists of :data:`_IN_BATCH` (its bound-parameter limit);
+    its single writer needs no row lock.
     """
     found: dict[str, BlobRow] = {}
     if not addresses:
         return found
     if conn.dialect.name == "postgresql":
         result = conn.exec_driver_sql(
-            "SELECT address, sha256, size, chunk_set FROM blobs WHERE address = ANY(%s)",
-            (list(addresses),),
+            "SELECT address, sha256, size, chunk_set FROM blobs WHERE address = ANY(%s)"
+            " ORDER BY address FOR KEY SHARE",
+            (sorted(addresses),),
         )
         for r in result:
             found[r.address] = _row(r)
@@ -514,16 +518,40 @@ def put_many(conn: Connection, items: Sequence[bytes]) -> list[PutResult]:
                 conn.execute(
                     sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == r["chunk_set"])
                 )
-    # Inline bytes the insert skipped were stored already: check that copy as a lookup would.
-    stored = [a for a in unlooked if a not in written]
-    for address, row_found in _existing(conn, stored).items():
-        _repair_if_corrupt(conn, row_found, unlooked[address])
+    _settle_skipped(conn, rows, unlooked, written)
+    note_blobs(conn, seen)
     results: list[PutResult] = []
     for dg in digests:
         new = dg.blake3 in written
         written.discard(dg.blake3)  # only the first occurrence within items is new
         results.append(PutResult(dg, new))
     return results
+
+
+def _settle_skipped(
+    conn: Connection, rows: list[dict[str, Any]], unlooked: dict[str, bytes], written: set[str]
+) -> None:
+    """Lock (and repair) the stored copies of inline bytes the insert skipped as present.
+
+    ``INSERT ... ON CONFLICT DO NOTHING`` locks nothing it skips: between it and this lookup
+    the collector may delete a copy that was unrooted with its lease expired. The lookup
+    locks what it finds (``FOR KEY SHARE`` on PostgreSQL, see :func:`_existing`), and a copy
+    gone in between is written again (added to ``written``), so the write never relies on a
+    row it neither locked nor wrote (docs/design.md, retention and garbage collection).
+    """
+    stored = [a for a in unlooked if a not in written]
+    for _ in range(3):  # each round needs a collection racing it; three is plenty
+        if not stored:
+            return
+        found = _existing(conn, stored)
+        for address, row_found in found.items():
+            _repair_if_corrupt(conn, row_found, unlooked[address])
+        gone = {a for a in stored if a not in found}
+        if not gone:
+            return
+        again = [r for r in rows if r["address"] in gone]
+        written |= {k[0] for k in insert_returning(conn, blobs, again)}
+        stored = [a for a in gone if a not in written]
 
 
 def _copy_blobs(conn: Connection, rows: list[dict[str, Any]]) -> set[str]:
@@ -624,6 +652,7 @@ def put_stream(conn: Connection, stream: BinaryIO | Iterable[bytes]) -> PutResul
             sa.insert(blob_chunks), {"chunk_set": chunk_set, "seq": seq, "data": bytes(buf)}
         )
     existing = _existing(conn, [dg.blake3]).get(dg.blake3)
+    note_blobs(conn, [dg.blake3])
     if existing is None:
         row = {
             "address": dg.blake3,

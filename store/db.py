@@ -43,6 +43,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from .errors import CorruptionError, StoreStateError, error
 
 __all__ = [
+    "BEFORE_COMMIT",
     "BUSY_TIMEOUT_MS",
     "Database",
     "DbFault",
@@ -65,6 +66,8 @@ BUSY_TIMEOUT_MS = 30_000
 RETRIES = 20
 #: The PostgreSQL advisory lock a retried write transaction holds (see run_transaction).
 _RETRY_LOCK = 7403012512
+#: ``conn.info`` key of the task a write transaction runs before its commit (a callable).
+BEFORE_COMMIT = "evstore.before_commit"
 #: No retry starts after this many seconds since the first attempt (then ``store.busy``).
 RETRY_BUDGET_S = 120.0
 
@@ -535,7 +538,7 @@ class Database:
                 code="store.url",
             )
         try:
-            with self.engine.begin() as conn:
+            with self._foreign_keys_off(), self.engine.begin() as conn:
                 if self.backend == "postgresql":
                     # Several processes may create one store at once: one migrates, the others
                     # wait here and then find the schema current (alembic's upgrade is a no-op).
@@ -551,6 +554,25 @@ class Database:
                 f"cannot migrate {self.display_url}: {exc}", code="store.database"
             ) from exc
         return before, head_revision()
+
+    @contextlib.contextmanager
+    def _foreign_keys_off(self) -> Iterator[None]:
+        """SQLite: run a migration with foreign-key enforcement off (PostgreSQL: no-op).
+
+        A migration that copies a table (SQLite cannot add a constraint in place) must keep
+        a damaged row as it is, for ``check`` to report, rather than fail; the pool's
+        connections get enforcement back afterwards (the connect event turns it on).
+        """
+        if self.backend != "sqlite":
+            yield
+            return
+        self.engine.dispose()
+        pragma = event.listens_for(self.engine, "connect")(_foreign_keys_pragma_off)
+        try:
+            yield
+        finally:
+            event.remove(self.engine, "connect", pragma)
+            self.engine.dispose()
 
     def require_current(self) -> None:
         """Refuse a store whose schema is missing, behind or ahead of the code.
@@ -583,6 +605,9 @@ class Database:
     def run_transaction(self, work: Callable[[Connection], T], *, serialize: bool = False) -> T:
         """Run ``work(conn)`` in one transaction, retrying when the backend reports contention.
 
+        A write may leave a task in ``conn.info[BEFORE_COMMIT]`` (store/leases.py: root and
+        lease what the transaction wrote): it runs after ``work`` and before the commit.
+
         ``work`` must be repeatable: it is called again from the start after a rollback.
         evstore errors raised by ``work`` roll back and propagate unchanged. A database error
         (a SQLAlchemy one, or a raw driver one from a raw cursor) is classified by
@@ -602,9 +627,14 @@ class Database:
             attempt += 1
             try:
                 with self.engine.begin() as conn:
+                    conn.info.pop(BEFORE_COMMIT, None)  # a failed attempt's leftovers
                     if serialize:
                         conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_RETRY_LOCK})")
-                    return work(conn)
+                    out = work(conn)
+                    task = conn.info.pop(BEFORE_COMMIT, None)
+                    if task is not None:
+                        task(conn)
+                    return out
             except Exception as exc:
                 fault = classify(exc)
                 if fault is None:
@@ -768,6 +798,10 @@ def _sqlite_events(engine: Engine, db: Database) -> None:
     def _on_commit(_conn: Connection) -> None:
         # Before anything is acknowledged: a write into a deleted or replaced file is lost.
         db.check_identity()
+
+
+def _foreign_keys_pragma_off(dbapi_conn: Any, _record: Any) -> None:
+    dbapi_conn.execute("PRAGMA foreign_keys = OFF")
 
 
 def _salvage_wal(conn: Connection) -> None:

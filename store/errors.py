@@ -300,6 +300,14 @@ _TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("not-found.fragment", "not-found", "", "the ref names no stored fragment artifact"),
     ("not-found.source-document", "not-found", "",
      "the ref names no stored source-document artifact"),
+    ("not-found.root", "not-found", "",
+     "no root of that name holds anything, or the root does not hold that object"),
+    # -- retention roots and the audit of retained artifacts
+    ("root.name", "input", "", "a root name is not 1-128 letters, digits and . _ : @ / + -"),
+    ("audit.missing", "corruption", "",
+     "a retained closure is incomplete: an object it needs is not stored"),
+    ("audit.binding", "corruption", "",
+     "a binding a retained artifact made is no longer keyed by its key's SHA-256"),
     # -- stored bytes and rows
     ("corruption.row", "corruption", "",
      "a stored row is malformed (wrong type or value); its bytes are not served"),

@@ -441,3 +441,39 @@ def test_no_module_over_800_lines_no_function_over_100():
                         f"{rel}:{node.lineno}: {node.name}() {n} lines (max {MAX_FUNCTION_LINES})"
                     )
     assert not bad, "\n".join(bad)
+
+
+#: Retention (issue 12): leases is imported by blobs and artifacts, so it uses the base layer
+#: only; gc, audit and the store.retention namespace sit below the facade (a Store is passed
+#: in, never imported) and never import a contract module.
+RETENTION = {"leases": BASE, "gc": BASE | {"leases"}}
+RETENTION_NAMESPACE = {"audit", "retention"}
+
+
+def test_retention_modules_sit_below_the_facade():
+    def allowed_in(layer):
+        def allowed(m, target, name, inner):
+            if inner is None and not target.startswith("evstore"):
+                return ""
+            if inner is not None and _short(inner) in layer:
+                return ""
+            return f"{_short(m)} imports only {sorted(layer)}"
+
+        return allowed
+
+    bad = []
+    for module, layer in RETENTION.items():
+        bad += _violations({f"evstore.{module}"}, allowed_in(layer))
+
+    def no_facade(m, target, name, inner):
+        if inner is None:
+            return ""
+        short = _short(inner)
+        if inner == "evstore" or short == "api" or short.startswith("cli"):
+            return "retention modules never import the facade or the CLI"
+        if _is_contract_store(short) or _is_rules(short):
+            return "retention modules know no contract"
+        return ""
+
+    bad += _violations({f"evstore.{m}" for m in RETENTION_NAMESPACE}, no_facade)
+    assert not bad, "\n".join(bad)
