@@ -88,6 +88,7 @@ def test_base_layer_knows_no_contract():
         "refs",
         "canonical",
         "db",
+        "db_faults",
         "tables",
         "blobs",
         "artifacts",
@@ -112,7 +113,7 @@ import sys  # noqa: E402
 from functools import cache  # noqa: E402
 
 #: The base layer: knows no contract, no core, no facade.
-BASE = {"errors", "digests", "refs", "canonical", "db", "tables", "settings"}
+BASE = {"errors", "digests", "refs", "canonical", "db", "db_faults", "tables", "settings"}
 #: Contract store modules (handlers, bindings, Ops namespaces).
 CONTRACT_STORE = {"fragments", "manifests", "packages", "contexts", "runs", "lineage"}
 #: Module name prefixes of a contract's helper modules (store/fragment_bindings.py, ...).
@@ -133,6 +134,7 @@ RULES_FORBIDDEN = {
     "check",
     "kinds",
     "db",
+    "db_faults",
     "txn",
     "blobs",
     "tables",
