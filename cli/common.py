@@ -31,6 +31,7 @@ __all__ = [
     "env_url",
     "fail",
     "ingest_options",
+    "is_http_url",
     "open_store",
     "output_option",
     "pass_ctx",
@@ -252,15 +253,26 @@ def digest_lines(d: dict[str, Any], with_digests: bool) -> str:
 def open_store(ctx: Ctx, *, create: bool = False) -> evstore.Store:
     """Open the invocation's store (only init, put and the ingest commands pass create=True).
 
+    An ``http(s)://`` URL opens the store a server serves, with the token in EVSTORE_TOKEN
+    (the one place that reads it).
+
     A SQLite store created here is remembered in ``ctx.created``: the error handler removes it
     again when the command fails, so a failed command leaves no new store behind.
     """
-    store = evstore.open(ctx.url, create=create)
+    if is_http_url(ctx.url):  # a store served by `evstore serve`: nothing to create here
+        store = evstore.open(ctx.url, token=os.environ.get("EVSTORE_TOKEN") or None)
+    else:
+        store = evstore.open(ctx.url, create=create)
     if store.created and store.path is not None:
         ctx.created = store.path
     if ctx.verbosity > 0 and not ctx.json:
         click.echo(f"store: {store.url}{' (created)' if store.created else ''}", err=True)
     return store
+
+
+def is_http_url(url: str) -> bool:
+    """True for a store served over HTTP (``http://`` or ``https://``)."""
+    return url[:8].lower().startswith(("http://", "https://"))
 
 
 def discard_created(ctx: Ctx) -> None:

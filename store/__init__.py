@@ -20,10 +20,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .api import Store, init, migrate, open
+    from .api import Store
     from .artifacts import ArtifactInfo, ArtifactResult, Document, IngestReport
     from .blobs import PutResult
     from .canonical import dumps, loads
+    from .client import RemoteStore
+    from .connect import init, migrate, open
     from .digests import Digest, digest_bytes
     from .errors import (
         BindingConflict,
@@ -64,6 +66,7 @@ _SOURCES: dict[str, str] = {
     "NotFound": "errors",
     "PutResult": "blobs",
     "RefSyntaxError": "errors",
+    "RemoteStore": "client",
     "Store": "api",
     "StoreStateError": "errors",
     "check_kind": "kinds",
@@ -71,13 +74,13 @@ _SOURCES: dict[str, str] = {
     "dumps": "canonical",
     "error": "errors",
     "fragment_scope": "fragment_rules:scope_from_parts",
-    "init": "api",
+    "init": "connect",
     "known_kinds": "kinds",
     "loads": "canonical",
     "manifest_address": "manifest_rules",
-    "migrate": "api",
+    "migrate": "connect",
     "normalize_uuid": "package_rules",
-    "open": "api",
+    "open": "connect",
     "package_context_size": "package_context:context_size",
     "parse_ref": "refs",
 }
@@ -99,6 +102,7 @@ __all__ = [
     "NotFound",
     "PutResult",
     "RefSyntaxError",
+    "RemoteStore",
     "Store",
     "StoreStateError",
     "check_kind",

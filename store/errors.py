@@ -334,6 +334,18 @@ _TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("store.database", "store", "", "another database error"),
     ("interrupted.signal", "store", "",
      "the command was interrupted (Ctrl-C, exit 130); its open transaction was rolled back"),
+    # -- a store served over HTTP, seen from its client (docs/http.md#the-client)
+    ("remote.unreachable", "store", "", "the server cannot be reached (connection refused, "
+     "name or TLS failure) after bounded retries"),
+    ("remote.timeout", "store", "", "the server did not answer in time, after bounded retries"),
+    ("remote.busy", "store", "", "the server stayed busy (503) after bounded retries"),
+    ("remote.protocol", "store", "",
+     "the server's answer breaks HTTP API v1 (a truncated body, a 5xx without a problem)"),
+    ("remote.auth", "store", "", "the server refused the token (401) or its scope (403)"),
+    ("remote.unsupported", "store", "",
+     "the command works only beside the database (init, migrate, check, config, token)"),
+    ("remote.digest", "corruption", "",
+     "bytes received do not match the ref asked for (digest or size); they are discarded"),
     # -- templiqx v1alpha1 evidence fragments
     ("fragment.shape", "contract", "templiqx-evidence-fragment-v1alpha1#fragment-shape",
      "a fragment (or source record, or eval output) is not an object, misses a required "
