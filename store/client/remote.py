@@ -690,7 +690,7 @@ class RemoteStore:
         """``remote.unsupported``: check runs beside the database."""
         raise unsupported("check")
 
-    def recordedwarning_dicts(self) -> list[dict[str, str]]:
+    def recorded_warnings(self) -> list[dict[str, str]]:
         """``remote.unsupported``: part of check."""
         raise unsupported("check")
 
