@@ -24,8 +24,6 @@ if TYPE_CHECKING:
     from .artifacts import ArtifactInfo, ArtifactResult, Document, IngestReport
     from .blobs import PutResult
     from .canonical import dumps, loads
-    from .client import RemoteStore
-    from .connect import init, migrate, open
     from .digests import Digest, digest_bytes
     from .errors import (
         BindingConflict,
@@ -46,6 +44,10 @@ if TYPE_CHECKING:
     from .package_context import context_size as package_context_size
     from .package_rules import normalize_uuid
     from .refs import ContentRef, parse_ref
+
+# open, init and migrate (store/connect.py) and RemoteStore (store/client/) are not imported
+# for type checkers here: the client imports evstore's public names, and an import back
+# would make a cycle. They are typed where they are defined.
 
 #: Public name -> the module (under evstore) that defines it, or "module:attribute" where the
 #: public name differs from the module's own.

@@ -441,3 +441,49 @@ def test_no_module_over_800_lines_no_function_over_100():
                         f"{rel}:{node.lineno}: {node.name}() {n} lines (max {MAX_FUNCTION_LINES})"
                     )
     assert not bad, "\n".join(bad)
+
+
+#: The pure base modules the HTTP client may use beside evstore's public names.
+CLIENT_BASE = {"errors", "digests", "refs", "canonical"}
+
+
+def test_the_client_uses_only_public_names_and_pure_base_modules():
+    client = {m for m in _sources() if m == "evstore.client" or m.startswith("evstore.client.")}
+    assert "evstore.client.remote" in client
+    public = set(evstore.__all__)
+
+    def allowed(m, target, name, inner):
+        top = target.split(".")[0]
+        if top in DB_TOP:
+            return "the client never touches a database"
+        if inner is None:
+            return "" if top != "evstore" else "unknown evstore module"
+        if inner == "evstore.client" or inner.startswith("evstore.client."):
+            return ""
+        if inner == "evstore":
+            return "" if not name or name in public else f"{name} is not in evstore.__all__"
+        if _short(inner) in CLIENT_BASE:
+            return ""
+        return "the client imports evstore's public names and the pure base modules only"
+
+    bad = _violations(client, allowed)
+    assert not bad, "\n".join(bad)
+
+
+def test_only_the_entry_point_imports_the_client():
+    # The client sits above the facade: store modules never import it; evstore.open
+    # (store/connect.py) dispatches to it, and evstore's lazy names load it by name.
+    below = {
+        m
+        for m in _sources()
+        if not m.startswith(("evstore.client", "evstore.cli", "evstore.server"))
+        and m not in {"evstore", "evstore.connect", "evstore.__main__"}
+    }
+
+    def allowed(m, target, name, inner):
+        if inner is not None and inner.startswith("evstore.client"):
+            return "only evstore.connect opens the client"
+        return ""
+
+    bad = _violations(below, allowed)
+    assert not bad, "\n".join(bad)

@@ -8,7 +8,7 @@ verification.
 
 from __future__ import annotations
 
-from .http import Http, RetryPolicy, display_url, is_remote_url
-from .remote import RemoteStore, unsupported
+from .http import Http, RetryPolicy, display_url, is_remote_url, unsupported
+from .remote import RemoteStore
 
 __all__ = ["Http", "RemoteStore", "RetryPolicy", "display_url", "is_remote_url", "unsupported"]

@@ -24,11 +24,12 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import ArtifactResult
+from .. import ArtifactResult, Document
 from ..canonical import dumps, loads
 from ..digests import Digest, digest_bytes
 from ..errors import EvstoreError, error
 from ..refs import parse_ref
+from .http import unsupported
 from .shapes import artifact_info
 
 __all__ = [
@@ -51,11 +52,51 @@ def _mismatch(store: Any, what: str, **details: Any) -> EvstoreError:
     return error("remote.digest", f"{store.url}: {what}; discarded", url=store.url, **details)
 
 
-class RemoteFragments:
-    """``store.fragments`` of a remote store: quote, by_document, sources."""
+class _Namespace:
+    """A contract namespace of a remote store; what it lacks is ``remote.unsupported``."""
+
+    area = ""
 
     def __init__(self, store: Any) -> None:
         self.store = store
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise unsupported(f"{self.area}.{name}")
+
+
+class RemoteFragments(_Namespace):
+    """``store.fragments`` of a remote store: quote, by_document, sources."""
+
+    area = "fragments"
+
+    def ingest_source(
+        self,
+        data: bytes,
+        document_id: str,
+        fragment_id: str,
+        revision_checksum: str | None = None,
+        *,
+        name: str = "-",
+    ) -> Any:
+        """Register content bytes of a fragment pair: the local method's record, ingested
+        on the server with the bytes supplied (one transaction there). Raises as locally.
+        """  # noqa: D205
+        raw = bytes(data)
+        record: dict[str, Any] = {
+            "document_id": document_id,
+            "fragment_id": fragment_id,
+            "content_sha256": hashlib.sha256(raw).hexdigest(),
+        }
+        if revision_checksum is not None:
+            record["revision_checksum"] = revision_checksum
+        try:
+            canonical = dumps(record)
+        except (TypeError, EvstoreError):
+            raise error("fragment.shape", "document_id and fragment_id must be strings") from None
+        doc = Document(canonical, name=name, kind="fragment-source")
+        return self.store.ingest([doc], supplied=[raw]).results[0]
 
     def quote(self, ref: str) -> bytes:
         """The exact quoted bytes of a stored fragment (``GET /v1/fragments/{ref}/quote``).
@@ -96,11 +137,10 @@ class RemoteFragments:
         return self.store.find("quote_sha256", quote_sha256, kind="fragment")
 
 
-class RemoteManifests:
+class RemoteManifests(_Namespace):
     """``store.manifests`` of a remote store: find, load, content (all verified here)."""
 
-    def __init__(self, store: Any) -> None:
-        self.store = store
+    area = "manifests"
 
     def find(self, manifest_ref: str) -> list[Any]:
         """Stored manifests with this ``manifest/ref``, oldest first."""
@@ -127,11 +167,10 @@ class RemoteManifests:
         return self.store.get(self.load(manifest_ref)["content/ref"])
 
 
-class RemotePackages:
+class RemotePackages(_Namespace):
     """``store.packages`` of a remote store: export."""
 
-    def __init__(self, store: Any) -> None:
-        self.store = store
+    area = "packages"
 
     def export(self, ref: str) -> bytes:
         """A stored package with its observations (``GET /v1/packages/{ref}/export``).
@@ -171,11 +210,10 @@ class RemoteExcerpt:
     digest: Digest
 
 
-class RemoteContexts:
+class RemoteContexts(_Namespace):
     """``store.contexts`` of a remote store: excerpt, excerpt_bytes."""
 
-    def __init__(self, store: Any) -> None:
-        self.store = store
+    area = "contexts"
 
     def excerpt(self, source_ref: str, ranges: Any, window: int) -> list[dict[str, Any]]:
         """The units selected from a stored source document (notarius v1 selection rule)."""
@@ -240,11 +278,10 @@ def _bundle_tar(directory: str) -> bytes:
     return buf.getvalue()
 
 
-class RemoteRuns:
+class RemoteRuns(_Namespace):
     """``store.runs`` of a remote store: runs, refs, closure, ingest_bundle."""
 
-    def __init__(self, store: Any) -> None:
-        self.store = store
+    area = "runs"
 
     def runs(self) -> list[dict[str, Any]]:
         """Every run record, oldest first (``GET /v1/runs``)."""

@@ -48,6 +48,7 @@ __all__ = [
     "display_url",
     "is_remote_url",
     "rebuild_error",
+    "unsupported",
 ]
 
 #: Seconds to connect, and to wait for each read or write (httpx timeouts).
@@ -360,3 +361,13 @@ class Http:
             url=self.url,
             status=status,
         )
+
+
+def unsupported(command: str) -> EvstoreError:
+    """The ``remote.unsupported`` error of a command that needs the database itself."""
+    return error(
+        "remote.unsupported",
+        f"`{command}` works only beside the database: run it with a database URL "
+        "(sqlite:///..., postgresql://...) on the server's machine",
+        command=command,
+    )

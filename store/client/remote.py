@@ -42,7 +42,7 @@ from .contracts import (
     RemotePackages,
     RemoteRuns,
 )
-from .http import DEFAULT_TIMEOUT, Http, RetryPolicy, rebuild_error
+from .http import DEFAULT_TIMEOUT, Http, RetryPolicy, rebuild_error, unsupported
 from .shapes import RemoteWarning, artifact_info, forms_digest, warning_dicts
 
 __all__ = ["PAGE", "RemoteStore", "unsupported"]
@@ -52,16 +52,6 @@ PAGE = 1000
 #: A body read from a stream that cannot rewind is spooled to disk beyond this many bytes.
 _SPOOL_MEMORY = 8 << 20
 _CHUNK = 1 << 20
-
-
-def unsupported(command: str) -> EvstoreError:
-    """The ``remote.unsupported`` error of a command that needs the database itself."""
-    return error(
-        "remote.unsupported",
-        f"`{command}` works only beside the database: run it with a database URL "
-        "(sqlite:///..., postgresql://...) on the server's machine",
-        command=command,
-    )
 
 
 class _PendingDigest:
@@ -686,6 +676,12 @@ class RemoteStore:
         return loads(self.get(ref))
 
     # -- what needs the database ----------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        """Any other :class:`Store` attribute: ``remote.unsupported`` naming it."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise unsupported(name)
+
     def check(self, *args: Any, **kw: Any) -> Any:
         """``remote.unsupported``: check runs beside the database."""
         raise unsupported("check")
