@@ -487,3 +487,34 @@ def test_only_the_entry_point_imports_the_client():
 
     bad = _violations(below, allowed)
     assert not bad, "\n".join(bad)
+
+
+def _is_server(m: str) -> bool:
+    return m == "evstore.server" or m.startswith("evstore.server.")
+
+
+def test_the_server_is_a_layer_above_the_public_surface():
+    # store/server/ (evstore.server) imports evstore's public names and its own modules only;
+    # nothing else in evstore imports it (its public names load lazily, by string).
+    server = {m for m in _sources() if _is_server(m)}
+    assert "evstore.server.app" in server
+    public = set(evstore.__all__)
+
+    def allowed(m, target, name, inner):
+        if inner is None:
+            return "" if not target.startswith("evstore") else "unknown evstore module"
+        if inner == "evstore":
+            return "" if not name or name in public else f"{name} is not in evstore.__all__"
+        if _is_server(inner):
+            return ""
+        return "the server imports evstore's public surface only (evstore.__all__)"
+
+    bad = _violations(server, allowed)
+    others = {m for m in _sources() if not _is_server(m)}
+    bad += _violations(
+        others,
+        lambda m, t, n, inner: "only the lazy public names reach the server"
+        if inner is not None and _is_server(inner)
+        else "",
+    )
+    assert not bad, "\n".join(bad)
