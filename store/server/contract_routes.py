@@ -25,8 +25,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query
 from starlette.responses import Response
 
-import evstore
-
+from .. import error
 from .app import Served
 from .auth import reader
 from .wire import OBJECT_RESPONSES
@@ -36,7 +35,9 @@ __all__ = ["router"]
 router = APIRouter()
 
 _RANGE = re.compile(r"(-?[0-9]+):(-?[0-9]+)")
-_BYTES = {200: {"content": {"application/octet-stream": {}}, "description": "The exact bytes."}}
+_BYTES: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"application/octet-stream": {}}, "description": "The exact bytes."}
+}
 
 
 @router.get(
@@ -88,7 +89,7 @@ def _ranges(values: list[str]) -> list[tuple[int, int]]:
     for i, text in enumerate(values):
         m = _RANGE.fullmatch(text)
         if m is None:
-            raise evstore.error(
+            raise error(
                 "http.request",
                 f"range {text!r} is not START:END (two unit ids, inclusive)",
                 f"/range/{i}",
