@@ -499,3 +499,87 @@ def test_http_policy_refuses_negative_settings():
     http = Http(URL, transport=httpx.MockTransport(lambda r: httpx.Response(200, text="x")))
     with pytest.raises(evstore.StoreStateError):
         http.json("GET", "v1")
+
+
+# -- contract reads: checked against bytes verified here -------------------------------------
+
+FRAG = {"quote_sha256": hashlib.sha256(b"quoted").hexdigest(), "start_offset": 2, "end_offset": 8}
+FRAG_BYTES = evstore.dumps(FRAG)
+FRAG_REF = "blake3:" + blake3.blake3(FRAG_BYTES).hexdigest()
+
+
+def routes(table):
+    def answer(request: httpx.Request) -> httpx.Response:
+        for prefix, response in table.items():
+            if request.url.path.startswith(prefix):
+                return response() if callable(response) else response
+        return problem(404, "http.route", "no route", family="not-found")
+
+    return answer
+
+
+def test_a_quote_must_hash_to_the_fragments_quote_sha256():
+    table = {
+        "/acme/v1/fragments/": httpx.Response(200, content=b"quoted"),
+        "/acme/v1/objects/": httpx.Response(200, content=FRAG_BYTES),
+    }
+    store, _ = remote(routes(table))
+    assert store.fragments.quote(FRAG_REF) == b"quoted"
+    table["/acme/v1/fragments/"] = httpx.Response(200, content=b"QUOTED")
+    store, _ = remote(routes(table))
+    with pytest.raises(evstore.CorruptionError) as exc:
+        store.fragments.quote(FRAG_REF)
+    assert exc.value.code == "remote.digest"
+    table["/acme/v1/objects/"] = httpx.Response(200, content=b"[]")
+    table["/acme/v1/fragments/"] = httpx.Response(200, content=b"x")
+    store, _ = remote(routes(table))
+    with pytest.raises(evstore.CorruptionError):  # [] does not hash to FRAG_REF
+        store.fragments.quote(FRAG_REF)
+
+
+def test_an_export_must_wrap_the_package_asked_for():
+    package = {"id": "7d3e9f10-2a4b-4c6d-8e0f-1a2b3c4d5e6f", "x": 1}
+    digest = evstore.digest_bytes(evstore.dumps(package))
+    wrapper = {"address": digest.address, "observations": {}, "package": package}
+    table = {"/acme/v1/packages/": httpx.Response(200, content=evstore.dumps(wrapper))}
+    store, _ = remote(routes(table))
+    for ref in (digest.address, "sha256:" + digest.sha256, package["id"].upper()):
+        assert evstore.loads(store.packages.export(ref)) == wrapper
+    for ref in ("blake3:" + "0" * 64, "00000000-0000-4000-8000-000000000000"):
+        with pytest.raises(evstore.CorruptionError):
+            store.packages.export(ref)
+    lying = {**wrapper, "package": {**package, "x": 2}}
+    store, _ = remote(routes({"/acme/v1/packages/": httpx.Response(200, json=lying)}))
+    with pytest.raises(evstore.CorruptionError):
+        store.packages.export(digest.address)
+    store, _ = remote(routes({"/acme/v1/packages/": httpx.Response(200, content=b"[1]")}))
+    with pytest.raises(evstore.StoreStateError) as exc:
+        store.packages.export(digest.address)
+    assert exc.value.code == "remote.protocol"
+
+
+def test_an_excerpt_is_made_here_and_must_match_the_servers_address():
+    units = [{"id": 1, "kind": "line", "text": "a"}]
+    address = evstore.digest_bytes(evstore.dumps(units)).address
+    answer = {"ok": True, "excerpt": units, "address": address}
+    script = Script(httpx.Response(200, json=answer))
+    store, _ = remote(script)
+    got = store.contexts.excerpt_bytes(ADDRESS, [(1, 2), (3, 3)], 1)
+    assert got.data == evstore.dumps(units) and got.digest.address == address
+    assert script.requests[0].url.params.get_list("range") == ["1:2", "3:3"]
+    assert store.contexts.excerpt(ADDRESS, [], 0) == units
+    store, _ = remote(Script(httpx.Response(200, json={**answer, "address": ADDRESS})))
+    with pytest.raises(evstore.CorruptionError):
+        store.contexts.excerpt_bytes(ADDRESS, [], 0)
+
+
+def test_a_namespace_method_the_client_lacks_is_remote_unsupported():
+    store, _ = remote(Script(obj(DATA)))
+    with pytest.raises(evstore.StoreStateError) as exc:
+        store.fragments.scope("a", "b", "c")
+    assert exc.value.code == "remote.unsupported"
+    assert exc.value.details["command"] == "fragments.scope"
+    with pytest.raises(evstore.StoreStateError):
+        store.db  # noqa: B018 - no database behind a remote store
+    with pytest.raises(AttributeError):
+        store._private  # noqa: B018
