@@ -20,6 +20,7 @@ import click
 import evstore
 
 __all__ = [
+    "DATABASE_ONLY",
     "DEFAULT_URL",
     "Ctx",
     "Progress",
@@ -39,6 +40,9 @@ __all__ = [
     "read_input",
     "write_output",
 ]
+
+#: Commands that need the database itself: over HTTP they fail with remote.unsupported.
+DATABASE_ONLY = frozenset({"init", "migrate", "check", "config", "token", "serve"})
 
 #: The default store: a SQLite file in the current directory.
 DEFAULT_URL = "sqlite:///evstore.db"
@@ -260,6 +264,15 @@ def open_store(ctx: Ctx, *, create: bool = False) -> evstore.Store:
     again when the command fails, so a failed command leaves no new store behind.
     """
     if is_http_url(ctx.url):  # a store served by `evstore serve`: nothing to create here
+        path = click.get_current_context().command_path.split()
+        command = path[1] if len(path) > 1 else ""
+        if command in DATABASE_ONLY:
+            raise evstore.error(
+                "remote.unsupported",
+                f"`evstore {command}` works only beside the database: run it with a "
+                "database URL (sqlite:///..., postgresql://...) on the server's machine",
+                command=command,
+            )
         store = evstore.open(ctx.url, token=os.environ.get("EVSTORE_TOKEN") or None)
     else:
         store = evstore.open(ctx.url, create=create)

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +50,39 @@ class Server:
     store_url: str
     read: str
     ingest: str
-    proc: subprocess.Popen
+    proc: subprocess.Popen | None
+    uv: object = None
+    thread: threading.Thread | None = None
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop_server(self.proc)
+        if self.uv is not None and self.thread is not None:
+            self.uv.should_exit = True
+            self.thread.join(timeout=60)
+
+
+def start_thread(store_url: str) -> Server:
+    """The same app on uvicorn in a thread of the test process (coverage sees the server)."""
+    import uvicorn
+
+    import evstore
+
+    with evstore.open(store_url) as store:
+        read = evstore.create_token(store, "read")["token"]
+        ingest = evstore.create_token(store, "ingest")["token"]
+    port = free_port()
+    app = evstore.create_app({None: store_url})
+    uv = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    thread = threading.Thread(target=uv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + START_S
+    while not uv.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    return Server(f"http://127.0.0.1:{port}", store_url, read, ingest, None, uv, thread)
 
 
 def _wait(url: str, token: str, proc: subprocess.Popen, log: Path) -> None:
