@@ -583,3 +583,155 @@ def test_a_namespace_method_the_client_lacks_is_remote_unsupported():
         store.db  # noqa: B018 - no database behind a remote store
     with pytest.raises(AttributeError):
         store._private  # noqa: B018
+
+
+# -- inputs and reports -----------------------------------------------------------------------
+
+
+def report_of(docs: list[bytes], warn: bool = False) -> dict:
+    arts = []
+    for raw in docs:
+        d = evstore.digest_bytes(evstore.dumps(evstore.loads(raw)))
+        a = {"address": d.address, "kind": "json", "new": True, "size": d.size}
+        if warn:
+            a["warnings"] = [{"code": "w.x", "message": "m", "pointer": "/a"}]
+        arts.append(a)
+    return {"ok": True, "documents": len(docs), "artifacts": arts, "faults": []}
+
+
+def test_ingest_takes_every_input_form_the_local_store_takes(tmp_path):
+    seen = []
+
+    def answer(request):
+        body = json.loads(request.content)
+        seen.append(body)
+        raws = [json.dumps(d["document"]).encode() for d in body["documents"]]
+        return httpx.Response(200, json=report_of(raws, warn=True))
+
+    store, _ = remote(Script(answer))
+    path = tmp_path / "d.json"
+    path.write_bytes(b'{"p": 1.0}')
+    for docs in ({"a": 1}, [1, 2], b'{"b": 2}', path, (path, b"[]"), (d for d in [b"3"])):
+        report = store.ingest(docs)
+        assert report.results and report.results[0].warnings[0].to_dict()["code"] == "w.x"
+    assert seen[3]["documents"][0] == {"name": str(path), "kind": None, "document": {"p": 1.0}}
+    for bad in ("text", 5, None):
+        with pytest.raises(evstore.InputError):
+            store.ingest(bad)
+    with pytest.raises(evstore.InputError) as exc:
+        store.ingest((tmp_path / "missing.json",))
+    assert exc.value.code == "input.unreadable"
+    with pytest.raises(evstore.InputError):
+        store.ingest((object(),))
+    with pytest.raises(evstore.InputError):
+        store.ingest({"a": float("nan")})
+    with pytest.raises(evstore.InputError):
+        store.ingest(b"{}", batch=0)
+    with pytest.raises(evstore.InputError):
+        store.ingest(b"{}", options={"unknown": 1})
+
+
+def test_ingest_options_travel_as_the_servers_members():
+    seen = []
+
+    def answer(request):
+        seen.append(json.loads(request.content))
+        return httpx.Response(200, json=report_of([b"{}"]))
+
+    store, _ = remote(Script(answer))
+    scope = {"host_id": "h", "tenant_id": "t", "authorization_scope_id": "a"}
+    store.ingest(
+        (b"{}",),
+        options={"scope": scope, "sources": [("d", "f", b"src")], "source_document": ADDRESS},
+        supplied=[b"content", b"src"],
+    )
+    body = seen[0]
+    assert body["scope"] == scope and body["source_document"] == ADDRESS
+    assert body["sources"] == [
+        {"document_id": "d", "fragment_id": "f", "data": base64.b64encode(b"src").decode()}
+    ]
+    assert body["content"] == [base64.b64encode(b"content").decode()]  # src sent once
+
+
+def test_a_failing_batch_says_what_was_committed():
+    calls = []
+
+    def answer(request):
+        calls.append(1)
+        if len(calls) == 2:
+            return problem(422, "package.schema", "bad", family="contract")
+        return httpx.Response(200, json=report_of([b"1"]))
+
+    store, _ = remote(Script(answer))
+    done = []
+    with pytest.raises(evstore.ContractError) as exc:
+        store.ingest((b"1", b"2"), batch=1, on_batch=lambda *a: done.append(a), progress=int)
+    assert exc.value.details["committed_batches"] == 1 and done == [(1, 1)]
+    assert "batches committed before this one: 1" in str(exc.value)
+
+
+def test_json_form_faults_are_found_here_as_locally():
+    script = Script(httpx.Response(200, json=report_of([b"{}"])))
+    store, _ = remote(script)
+    with pytest.raises(evstore.JSONFormError) as exc:
+        store.ingest([evstore.Document(b'{"a":1,"a":2}', name="dup.json")])
+    assert exc.value.code == "json.duplicate-key" and exc.value.path == "dup.json"
+    assert script.requests == []  # refused before sending
+    report = store.validate([evstore.Document(b"\xef\xbb\xbf{}", name="bom.json")])
+    assert [f.code for f in report.faults] == ["json.bom"] and script.requests == []
+    unused = {"code": "input.unused-content", "message": "m", "family": "input"}
+    faulty = {**report_of([b"{}"]), "ok": False, "faults": [unused]}
+    answer = problem(422, "input.unused-content", "m")
+    answer = httpx.Response(
+        422, json={**json.loads(answer.content), "report": faulty}, headers=answer.headers
+    )
+    store, _ = remote(Script(answer))
+    report = store.validate(
+        [evstore.Document(b"{}"), evstore.Document(b"[", name="x.json")], supplied=[b"c"]
+    )
+    assert [f.code for f in report.faults] == ["json.syntax"] and report.documents == 2
+    store, _ = remote(Script(problem(422, "input.unused-content", "m")))
+    with pytest.raises(evstore.InputError):
+        store.validate(b"{}")
+    store, _ = remote(Script(httpx.Response(200, content=b"<html>")))
+    with pytest.raises(evstore.StoreStateError):
+        store.validate(b"{}")
+    store, _ = remote(Script(httpx.Response(200, json={"nope": 1})))
+    with pytest.raises(evstore.StoreStateError):
+        store.ingest(b"{}")
+
+
+def test_a_put_answer_that_is_not_a_put_result_is_remote_protocol():
+    store, _ = remote(Script(httpx.Response(201, json={"address": 1})))
+    with pytest.raises(evstore.StoreStateError) as exc:
+        store.put(DATA)
+    assert exc.value.code == "remote.protocol"
+    store, _ = remote(Script(put_answer(DATA)))
+    assert store.put(io.BytesIO(b"xx" + DATA).getbuffer()[2:]).new  # a memoryview
+    stream = io.BytesIO(b"skip" + DATA)
+    stream.seek(4)
+    assert store.put(stream).digest.address == ADDRESS  # from where the stream stands
+
+
+def test_blob_listing_find_and_warnings_shapes():
+    blob = {"address": ADDRESS, "sha256": "sha256:" + SHA_HEX, "size": len(DATA), "x": 1}
+    store, _ = remote(Script(httpx.Response(200, json={"items": [blob], "next": None})))
+    assert list(store.iter_blobs(after=ADDRESS)) == [{k: blob[k] for k in blob if k != "x"}]
+    store, _ = remote(Script(httpx.Response(200, json={"nope": []})))
+    with pytest.raises(evstore.StoreStateError):
+        store.find("key", "k")
+    arts = {"artifacts": [art(2, "b"), art(1, "a"), art(3, "c")]}
+    store, _ = remote(Script(httpx.Response(200, json=arts)))
+    got = store.iter_artifacts(attr=("workspace_id", "w"), after=art(1)["address"] + "/a", limit=1)
+    assert [a.kind for a in got] == ["b"]
+    assert [a.kind for a in store.ls(attr=("workspace_id", "w"))] == ["b", "a", "c"]  # as found
+    warn = {"code": "c", "message": "m", "pointer": ""}
+    store, _ = remote(Script(httpx.Response(200, json={"warnings": [warn]})))
+    assert store.warnings(f"sha256:{SHA_HEX}") == [warn]
+    store, _ = remote(Script(problem(404, "not-found.artifact", "no", family="not-found")))
+    assert store.warnings(ADDRESS) == []
+    store, _ = remote(Script(problem(404, "not-found.blob", "no", family="not-found")))
+    with pytest.raises(evstore.NotFound):
+        store.warnings(ADDRESS)
+    with pytest.raises(evstore.NotFound):
+        store.find("key", "k")
