@@ -633,12 +633,15 @@ class RemoteStore:
     def ls(
         self, kind: str | None = None, *, attr: tuple[str, str] | None = None
     ) -> list[ArtifactInfo]:
-        """Stored artifacts, oldest first (every page of ``GET /v1/ls``, then sorted)."""
+        """Stored artifacts, oldest first (``GET /v1/artifacts``; with ``attr``, ``find``)."""
         self._live()
         if attr is not None:
             return self.find(attr[0], attr[1], kind)
-        rows = list(self.iter_artifacts(kind))
-        return sorted(rows, key=lambda a: (a.accepted_at, a.address, a.kind))
+        out = self.http.json("GET", "v1/artifacts", params={"kind": kind} if kind else None)
+        rows = out.get("artifacts") if isinstance(out, dict) else None
+        if not isinstance(rows, list):
+            raise self.http.protocol("GET v1/artifacts: the answer holds no artifacts list")
+        return [artifact_info(r) for r in rows]
 
     def _pages(self, params: dict[str, Any], limit: int | None) -> Iterator[dict[str, Any]]:
         """Every item of ``GET /v1/ls`` with ``params``, page by page (at most ``limit``)."""

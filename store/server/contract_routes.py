@@ -4,6 +4,7 @@ One route per command (docs/http.md#contract-reads); each is one call into the s
 contract namespace, answering the bytes the command prints or the JSON of its ``--json``:
 
 =================================================  ==========================================
+``GET P/v1/artifacts[?kind=]``                     ``evstore ls --json`` (oldest first)
 ``GET P/v1/fragments/{ref}/quote``                 ``evstore quote REF`` (exact bytes)
 ``GET P/v1/fragments?document_id=``               ``evstore fragments --json``
 ``GET P/v1/fragment-sources?document_id=&fragment_id=``  ``evstore fragment-sources --json``
@@ -25,7 +26,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query
 from starlette.responses import Response
 
-from .. import error
+from .. import check_kind, error
 from .app import Served
 from .auth import reader
 from .wire import OBJECT_RESPONSES
@@ -38,6 +39,21 @@ _RANGE = re.compile(r"(-?[0-9]+):(-?[0-9]+)")
 _BYTES: dict[int | str, dict[str, Any]] = {
     200: {"content": {"application/octet-stream": {}}, "description": "The exact bytes."}
 }
+
+
+@router.get(
+    "/v1/artifacts",
+    summary="Every stored artifact, oldest first (evstore ls --json)",
+    responses=OBJECT_RESPONSES,
+)
+def artifacts(
+    kind: str | None = Query(None, description="Only artifacts of this kind."),  # noqa: B008
+    one: Served = Depends(reader),  # noqa: B008
+) -> dict[str, Any]:
+    """``{"artifacts": [...]}`` in acceptance order (``P/v1/ls`` pages in key order)."""
+    if kind is not None:
+        check_kind(kind)
+    return {"artifacts": [a.to_dict() for a in one.store.ls(kind)]}
 
 
 @router.get(

@@ -423,7 +423,6 @@ def test_ls_follows_the_cursor_and_sorts_oldest_first():
     script = Script(answer)
     store, _ = remote(script)
     assert [a.address for a in store.iter_artifacts()] == [art(n)["address"] for n in (1, 2, 3)]
-    assert [a.size for a in store.ls()] == [3, 2, 1]  # accepted_at order
     limited = list(store.iter_artifacts(kind="json", limit=1))
     assert len(limited) == 1 and script.requests[-1].url.params["limit"] == "1"
     stuck = Script(httpx.Response(200, json={"items": [art(1)], "next": "same"}))
@@ -431,6 +430,18 @@ def test_ls_follows_the_cursor_and_sorts_oldest_first():
     with pytest.raises(evstore.StoreStateError) as exc:
         list(store.iter_artifacts(after="same"))
     assert exc.value.code == "remote.protocol"
+
+
+def test_ls_is_the_servers_acceptance_order():
+    arts = {"artifacts": [art(2), art(1)]}
+    script = Script(httpx.Response(200, json=arts))
+    store, _ = remote(script)
+    assert [a.size for a in store.ls(kind="json")] == [2, 1]
+    assert script.requests[0].url.path == "/acme/v1/artifacts"
+    assert script.requests[0].url.params["kind"] == "json"
+    store, _ = remote(Script(httpx.Response(200, json={"items": []})))
+    with pytest.raises(evstore.StoreStateError):
+        store.ls()
 
 
 def test_find_caches_warnings_and_nothing_found_is_empty():
