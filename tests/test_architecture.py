@@ -467,8 +467,10 @@ def test_the_server_is_a_layer_above_the_public_surface():
     others = {m for m in _sources() if not _is_server(m)}
     bad += _violations(
         others,
-        lambda m, t, n, inner: "only the lazy public names reach the server"
-        if inner is not None and _is_server(inner)
-        else "",
+        lambda m, t, n, inner: (
+            "only the lazy public names reach the server"
+            if inner is not None and _is_server(inner)
+            else ""
+        ),
     )
     assert not bad, "\n".join(bad)
