@@ -64,7 +64,8 @@ def test_token_commands_show_once_store_hashed_and_revoke(store_url, snapshot):
             raise AssertionError("a bad scope was accepted")
 
 
-def test_401_403_for_every_kind_of_bad_token(served, store_url):
+def test_401_403_for_every_kind_of_bad_token(served_any, store_url):
+    served = served_any
     with served.client("ingest") as c:
         address = c.put("/v1/objects", content=b"guarded").json()["address"]
     url = f"/v1/objects/{address}"
@@ -103,7 +104,8 @@ def test_401_403_for_every_kind_of_bad_token(served, store_url):
         assert c.get(url, headers=ingest).status_code == 200  # ingest includes read
 
 
-def test_admin_manages_tokens_remotely(served):
+def test_admin_manages_tokens_remotely(served_any):
+    served = served_any
     with served.client("admin") as c:
         made = c.post("/v1/tokens", json={"scope": "read", "name": "remote"})
         assert made.status_code == 201
@@ -157,3 +159,34 @@ def test_serve_fails_typed_for_a_missing_store_or_bad_names(empty_url, tmp_path)
     assert r.returncode == 1 and json.loads(r.stdout)["error"]["code"] == "input.invalid"
     r = _run("serve", "sqlite:///a.db", "b=sqlite:///b.db")
     assert r.returncode == 2
+
+
+def test_token_and_serve_commands_in_process(store_url, monkeypatch):
+    # The same commands through click's runner (the console script runs above), for coverage.
+    from click.testing import CliRunner
+
+    from evstore.cli.main import cli
+    from evstore.cli.server import parse_stores
+
+    runner = CliRunner()
+    made = runner.invoke(
+        cli, ["--store", store_url, "--json", "token", "create", "--scope", "read"]
+    )
+    assert made.exit_code == 0, made.output
+    token_id = json.loads(made.output)["id"]
+    listed = runner.invoke(cli, ["--store", store_url, "token", "ls"])
+    assert token_id in listed.output and "live" in listed.output
+    assert runner.invoke(cli, ["--store", store_url, "token", "revoke", token_id]).exit_code == 0
+    assert parse_stores((), "sqlite:///d.db") == {None: "sqlite:///d.db"}
+    assert parse_stores(("a=sqlite:///a.db", "b=postgresql://h/b?sslmode=require"), "") == {
+        "a": "sqlite:///a.db",
+        "b": "postgresql://h/b?sslmode=require",
+    }
+    assert parse_stores(("postgresql://h/b?x=1",), "") == {None: "postgresql://h/b?x=1"}
+    calls = []
+    monkeypatch.setattr(evstore, "serve", lambda stores, **kw: calls.append((stores, kw)))
+    ran = runner.invoke(cli, ["--store", store_url, "serve", "--port", "0", "--public-read"])
+    assert ran.exit_code == 0, ran.output
+    assert calls[0][0] == {None: store_url} and calls[0][1]["public_read"] is True
+    dup = runner.invoke(cli, ["serve", "a=sqlite:///a.db", "a=sqlite:///b.db"])
+    assert dup.exit_code == 2

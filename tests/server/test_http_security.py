@@ -34,7 +34,8 @@ def _raw(served, path: str) -> tuple[int, str, bytes]:
         conn.close()
 
 
-def test_path_and_ref_injection(served):
+def test_path_and_ref_injection(served_any):
+    served = served_any
     with served.client() as c:
         c.put("/v1/objects", content=b"x")
         for raw in (
@@ -188,7 +189,8 @@ def _bundle() -> list[tuple[tarfile.TarInfo, bytes]]:
     return [_file("run/index.json", json.dumps(index).encode()), _file("run/notes.txt", data)]
 
 
-def test_hostile_bundle_tars_are_refused_and_nothing_is_written(served, store_url, snapshot):
+def test_hostile_bundle_tars_are_refused_and_nothing_is_written(served_any, store_url, snapshot):
+    served = served_any
     with evstore.open(store_url) as store:
         before = snapshot(store)
     hostile = {
@@ -213,7 +215,8 @@ def test_hostile_bundle_tars_are_refused_and_nothing_is_written(served, store_ur
         assert snapshot(store) == before
 
 
-def test_a_bundle_tar_ingests_like_ingest_bundle(served, store_url):
+def test_a_bundle_tar_ingests_like_ingest_bundle(served_any, store_url):
+    served = served_any
     with served.client("ingest") as c:
         r = c.post("/v1/bundles", content=_tar(_bundle()))
         assert r.status_code == 200, r.text
@@ -231,3 +234,51 @@ def test_unknown_clients_get_problem_json_for_malformed_http(served):
     with httpx.Client(base_url=served.base, timeout=30) as c:
         r = c.get("/v1/objects/x", headers={"Authorization": "Bearer"})
         assert r.status_code == 401
+
+
+def test_limits_in_process_and_503_when_busy(store_url):
+    # The same guard as above, on uvicorn in a thread (coverage), and its in-flight limit.
+    from serverkit import make_tokens, start_thread
+
+    tokens = make_tokens(store_url)
+    limits = evstore.ServerLimits(object_bytes=1000, json_bytes=500, in_flight=1, page=5)
+    server = start_thread({None: store_url}, limits=limits)
+    server.tokens = tokens
+    port = int(server.base.rsplit(":", 1)[1])
+    try:
+        with server.client() as c:
+            assert _code(c.put("/v1/objects", content=b"x" * 1001)) == "http.too-large"
+            chunked = c.put("/v1/objects", content=iter([b"y" * 600, b"y" * 600]))
+            assert chunked.status_code == 413
+            assert _code(c.get("/v1/ls", params={"limit": 6})) == "http.request"
+            many = c.post("/v1/missing", json={"refs": ["blake3:" + "0" * 64] * 10_001})
+            assert many.status_code == 413  # over the JSON limit before the count is looked at
+            hold = socket.create_connection(("127.0.0.1", port))
+            try:
+                hold.sendall(
+                    b"PUT /v1/objects HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n"
+                    + f"Authorization: Bearer {tokens['ingest']}\r\n\r\nabc".encode()
+                )
+                busy = None
+                for _ in range(400):  # the held request reaches the app (bounded: 20 s)
+                    busy = c.get("/v1")
+                    if busy.status_code == 503:
+                        break
+                    time.sleep(0.05)
+                hold.settimeout(0.5)
+                try:
+                    held = hold.recv(4096)
+                except TimeoutError:
+                    held = b"(still held)"
+                assert busy.status_code == 503, held
+                assert busy.headers["retry-after"] == "1"
+                assert _code(busy) == "http.busy"
+            finally:
+                hold.close()
+            for _ in range(100):
+                if c.get("/v1").status_code == 200:
+                    break
+                time.sleep(0.05)
+            assert c.get("/v1").status_code == 200
+    finally:
+        server.stop()

@@ -51,3 +51,28 @@ def test_a_corrupt_large_object_aborts_the_transfer(served, store_url):
     served.stop()
     log = served.log.read_text()
     assert f"aborted the transfer of {address}" in log
+
+
+def test_corruption_in_process(store_url, caplog):
+    # The same two paths on uvicorn in a thread (coverage of the abort), the fault logged.
+    from serverkit import make_tokens, start_thread
+
+    tokens = make_tokens(store_url)
+    server = start_thread({None: store_url})
+    server.tokens = tokens
+    try:
+        large = bytes(range(256)) * (40 * 1024 + 3)
+        with server.client() as c:
+            big = c.put("/v1/objects", content=large).json()["address"]
+            small = c.put("/v1/objects", content=b"tiny bytes").json()["address"]
+        corrupt(store_url, big)
+        corrupt(store_url, small)
+        with server.client() as c:
+            r = c.get(f"/v1/objects/{small}")
+            assert r.status_code == 500 and r.json()["code"].startswith("corruption.")
+            with pytest.raises(httpx.HTTPError), c.stream("GET", f"/v1/objects/{big}") as r:
+                assert len(b"".join(r.iter_bytes())) < len(large)
+        assert any(f"aborted the transfer of {big}" in m for m in caplog.messages)
+        assert any("corruption on GET" in m for m in caplog.messages)
+    finally:
+        server.stop()
