@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["TABLE", "Code"]
+__all__ = ["Code", "TABLE"]
 
 
 @dataclass(frozen=True)
