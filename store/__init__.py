@@ -10,6 +10,10 @@ The public surface is this module: :func:`open`, :class:`Store`, the schema comm
 (:func:`init`, :func:`migrate`), the value types, the kind and JSON helpers the CLI uses,
 and the error tree (see evstore.errors). Everything else is internal.
 
+The HTTP server's names (:func:`create_app`, :func:`serve`, ``ServerLimits``) come from the
+evstore.server package, a layer above this one that imports this module: they are left out
+of the ``TYPE_CHECKING`` imports below so that no import cycle exists, even for the checker.
+
 Names load lazily (PEP 562): ``import evstore`` imports nothing else, and each name imports
 its module on first use, so a command pays only for what it touches.
 """
@@ -20,10 +24,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .api import Store, init, migrate, open
+    from .api import Store
     from .artifacts import ArtifactInfo, ArtifactResult, Document, IngestReport
     from .blobs import PutResult
     from .canonical import dumps, loads
+    from .describe import describe_artifact, object_head
     from .digests import Digest, digest_bytes
     from .errors import (
         BindingConflict,
@@ -47,6 +52,11 @@ if TYPE_CHECKING:
     from .package_context import context_size as package_context_size
     from .package_rules import normalize_uuid
     from .refs import ContentRef, parse_ref
+    from .tokens import create_token, list_tokens, revoke_token, token_scope
+
+# open, init and migrate (store/connect.py) and RemoteStore (store/client/) are not imported
+# for type checkers here: the client imports evstore's public names, and an import back
+# would make a cycle. They are typed where they are defined.
 
 #: Public name -> the module (under evstore) that defines it, or "module:attribute" where the
 #: public name differs from the module's own.
@@ -68,23 +78,33 @@ _SOURCES: dict[str, str] = {
     "NotFound": "errors",
     "PutResult": "blobs",
     "RefSyntaxError": "errors",
+    "RemoteStore": "client",
+    "ServerLimits": "server.limits:Limits",
     "Store": "api",
     "StoreStateError": "errors",
     "check_kind": "kinds",
+    "create_app": "server.app",
+    "create_token": "tokens",
+    "describe_artifact": "describe",
     "digest_bytes": "digests",
     "dumps": "canonical",
     "error": "errors",
     "fragment_scope": "fragment_rules:scope_from_parts",
-    "init": "api",
+    "init": "connect",
     "known_kinds": "kinds",
+    "list_tokens": "tokens",
     "loads": "canonical",
     "manifest_address": "manifest_rules",
-    "migrate": "api",
+    "migrate": "connect",
     "normalize_uuid": "package_rules",
-    "open": "api",
+    "object_head": "describe",
+    "open": "connect",
     "package_context_size": "package_context:context_size",
     "parse_ref": "refs",
+    "revoke_token": "tokens",
     "rooting": "leases",
+    "serve": "server.run",
+    "token_scope": "tokens",
     "verify_log_proof": "log:verify_proof",
 }
 
@@ -106,23 +126,33 @@ __all__ = [
     "NotFound",
     "PutResult",
     "RefSyntaxError",
+    "RemoteStore",
+    "ServerLimits",
     "Store",
     "StoreStateError",
     "check_kind",
+    "create_app",
+    "create_token",
+    "describe_artifact",
     "digest_bytes",
     "dumps",
     "error",
     "fragment_scope",
     "init",
     "known_kinds",
+    "list_tokens",
     "loads",
     "manifest_address",
     "migrate",
     "normalize_uuid",
+    "object_head",
     "open",
     "package_context_size",
     "parse_ref",
+    "revoke_token",
     "rooting",
+    "serve",
+    "token_scope",
     "verify_log_proof",
 ]
 

@@ -22,6 +22,7 @@ Every digest column (addresses, ``blobs.sha256``, ``attrs.value_digest``,
     leases       per object: until when a write or an upload's existence check protects it
     retention_history  retain, release and collection events (who, what, when)
     audits       every ``evstore audit`` run: time, scope, verdict, faults
+    tokens       bearer tokens of the HTTP server: scope and SHA-256 of the secret (0005)
     log_entries      the tamper-evident log: entry ``idx`` (dense from 0), its RFC 8785 bytes
     log_nodes        insert-only hashes of complete Merkle subtrees ``(level, idx)``
     log_checkpoints  signed checkpoints (C2SP signed notes), one per tree size
@@ -48,6 +49,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
     func,
 )
 
@@ -68,6 +70,7 @@ __all__ = [
     "retention_history",
     "roots",
     "settings",
+    "tokens",
     "verified",
     "warnings",
 ]
@@ -232,6 +235,19 @@ audits = Table(
     Column("per_root", Text, nullable=False),
     # JSON text: every fault (the error dicts).
     Column("faults", Text, nullable=False),
+)
+
+tokens = Table(
+    "tokens",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    # SHA-256 hex of the secret: the secret itself is shown once and never stored.
+    Column("secret_sha256", String(64), nullable=False),
+    Column("scope", String(16), nullable=False),
+    Column("name", Text, nullable=False, server_default=""),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("revoked_at", DateTime(timezone=True), nullable=True),
+    UniqueConstraint("secret_sha256", name="uq_tokens_secret"),
 )
 
 log_entries = Table(

@@ -84,6 +84,7 @@ def test_base_layer_knows_no_contract():
     }
     base = [
         "errors",
+        "error_codes",
         "digests",
         "refs",
         "canonical",
@@ -113,7 +114,17 @@ import sys  # noqa: E402
 from functools import cache  # noqa: E402
 
 #: The base layer: knows no contract, no core, no facade.
-BASE = {"errors", "digests", "refs", "canonical", "db", "db_faults", "tables", "settings"}
+BASE = {
+    "errors",
+    "error_codes",
+    "digests",
+    "refs",
+    "canonical",
+    "db",
+    "db_faults",
+    "tables",
+    "settings",
+}
 #: Contract store modules (handlers, bindings, Ops namespaces).
 CONTRACT_STORE = {"fragments", "manifests", "packages", "contexts", "runs", "lineage"}
 #: Module name prefixes of a contract's helper modules (store/fragment_bindings.py, ...).
@@ -478,4 +489,83 @@ def test_retention_modules_sit_below_the_facade():
         return ""
 
     bad += _violations({f"evstore.{m}" for m in RETENTION_NAMESPACE}, no_facade)
+    assert not bad, "\n".join(bad)
+
+
+#: The pure base modules the HTTP client may use beside evstore's public names.
+CLIENT_BASE = {"errors", "digests", "refs", "canonical"}
+
+
+def test_the_client_uses_only_public_names_and_pure_base_modules():
+    client = {m for m in _sources() if m == "evstore.client" or m.startswith("evstore.client.")}
+    assert "evstore.client.remote" in client
+    public = set(evstore.__all__)
+
+    def allowed(m, target, name, inner):
+        top = target.split(".")[0]
+        if top in DB_TOP:
+            return "the client never touches a database"
+        if inner is None:
+            return "" if top != "evstore" else "unknown evstore module"
+        if inner == "evstore.client" or inner.startswith("evstore.client."):
+            return ""
+        if inner == "evstore":
+            return "" if not name or name in public else f"{name} is not in evstore.__all__"
+        if _short(inner) in CLIENT_BASE:
+            return ""
+        return "the client imports evstore's public names and the pure base modules only"
+
+    bad = _violations(client, allowed)
+    assert not bad, "\n".join(bad)
+
+
+def test_only_the_entry_point_imports_the_client():
+    # The client sits above the facade: store modules never import it; evstore.open
+    # (store/connect.py) dispatches to it, and evstore's lazy names load it by name.
+    below = {
+        m
+        for m in _sources()
+        if not m.startswith(("evstore.client", "evstore.cli", "evstore.server"))
+        and m not in {"evstore", "evstore.connect", "evstore.__main__"}
+    }
+
+    def allowed(m, target, name, inner):
+        if inner is not None and inner.startswith("evstore.client"):
+            return "only evstore.connect opens the client"
+        return ""
+
+    bad = _violations(below, allowed)
+    assert not bad, "\n".join(bad)
+
+
+def _is_server(m: str) -> bool:
+    return m == "evstore.server" or m.startswith("evstore.server.")
+
+
+def test_the_server_is_a_layer_above_the_public_surface():
+    # store/server/ (evstore.server) imports evstore's public names and its own modules only;
+    # nothing else in evstore imports it (its public names load lazily, by string).
+    server = {m for m in _sources() if _is_server(m)}
+    assert "evstore.server.app" in server
+    public = set(evstore.__all__)
+
+    def allowed(m, target, name, inner):
+        if inner is None:
+            return "" if not target.startswith("evstore") else "unknown evstore module"
+        if inner == "evstore":
+            return "" if not name or name in public else f"{name} is not in evstore.__all__"
+        if _is_server(inner):
+            return ""
+        return "the server imports evstore's public surface only (evstore.__all__)"
+
+    bad = _violations(server, allowed)
+    others = {m for m in _sources() if not _is_server(m)}
+    bad += _violations(
+        others,
+        lambda m, t, n, inner: (
+            "only the lazy public names reach the server"
+            if inner is not None and _is_server(inner)
+            else ""
+        ),
+    )
     assert not bad, "\n".join(bad)
