@@ -46,6 +46,7 @@ ROUTER_MODULES: tuple[str, ...] = (
     "writes",  # ingest, validate, bundles
     "tokens_routes",  # tokens managed remotely (admin)
     "contract_routes",  # contract read commands: quote, excerpt, fragments, ... (client)
+    "log_routes",  # the tamper-evident log: checkpoint, entries, proofs (docs/log.md)
     # "ui",  # HTML pages under P/ui (issue 15, pages)
 )
 
