@@ -25,7 +25,11 @@ _IMMUTABLE = {"Cache-Control": "public, max-age=31536000, immutable"}
 _FRESH = {"Cache-Control": "no-cache"}
 
 
-@router.get("/v1/log", summary="The log's size, root, verifier key and latest checkpoint")
+@router.get(
+    "/v1/log",
+    summary="The log's size, root, verifier key and latest checkpoint",
+    responses=OBJECT_RESPONSES,
+)
 def status(one: Served = Depends(reader)) -> JSONResponse:  # noqa: B008
     """The JSON of ``evstore log --json``."""
     return JSONResponse(one.store.log.status(), headers=_FRESH)
@@ -44,7 +48,11 @@ def checkpoint(one: Served = Depends(reader)) -> PlainTextResponse:  # noqa: B00
     return PlainTextResponse(latest["note"], headers=_FRESH)
 
 
-@router.get("/v1/log/entries", summary="Entries START..END-1 (evstore log entries --json)")
+@router.get(
+    "/v1/log/entries",
+    summary="Entries START..END-1 (evstore log entries --json)",
+    responses=OBJECT_RESPONSES,
+)
 def entries(
     start: int = Query(0, ge=0),  # noqa: B008
     end: int | None = Query(None, ge=0),  # noqa: B008
@@ -76,7 +84,11 @@ def inclusion(
     return PlainTextResponse(one.store.log.prove(ref, index=index)["text"], headers=_FRESH)
 
 
-@router.get("/v1/log/proof/consistency", summary="A consistency proof to a signed checkpoint")
+@router.get(
+    "/v1/log/proof/consistency",
+    summary="A consistency proof to a signed checkpoint",
+    responses=OBJECT_RESPONSES,
+)
 def consistency(
     old: int = Query(..., ge=0),  # noqa: B008
     new: int | None = Query(None, ge=0),  # noqa: B008
