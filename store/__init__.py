@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from .package_context import context_size as package_context_size
     from .package_rules import normalize_uuid
     from .refs import ContentRef, parse_ref
+    from .review import bindings_of_fragment, edges_from, kind_counts, verify_now
 
 #: Public name -> the module (under evstore) that defines it, or "module:attribute" where the
 #: public name differs from the module's own.
@@ -66,12 +67,15 @@ _SOURCES: dict[str, str] = {
     "RefSyntaxError": "errors",
     "Store": "api",
     "StoreStateError": "errors",
+    "bindings_of_fragment": "review",
     "check_kind": "kinds",
     "digest_bytes": "digests",
     "dumps": "canonical",
+    "edges_from": "review",
     "error": "errors",
     "fragment_scope": "fragment_rules:scope_from_parts",
     "init": "api",
+    "kind_counts": "review",
     "known_kinds": "kinds",
     "loads": "canonical",
     "manifest_address": "manifest_rules",
@@ -80,6 +84,7 @@ _SOURCES: dict[str, str] = {
     "open": "api",
     "package_context_size": "package_context:context_size",
     "parse_ref": "refs",
+    "verify_now": "review",
 }
 
 __all__ = [
@@ -101,12 +106,15 @@ __all__ = [
     "RefSyntaxError",
     "Store",
     "StoreStateError",
+    "bindings_of_fragment",
     "check_kind",
     "digest_bytes",
     "dumps",
+    "edges_from",
     "error",
     "fragment_scope",
     "init",
+    "kind_counts",
     "known_kinds",
     "loads",
     "manifest_address",
@@ -115,6 +123,7 @@ __all__ = [
     "open",
     "package_context_size",
     "parse_ref",
+    "verify_now",
 ]
 
 
