@@ -97,15 +97,19 @@ class _Pages:
     def base(self, request: Request) -> str:
         """The pages' URL prefix (``P/ui``) as seen by this request.
 
-        The route that matched carries the path it was included under (``/NAME/ui/...``);
-        taking off the path this router gave it leaves the prefix, whatever the store's name.
+        The request path is the prefix the router was included under (``/NAME``) followed by
+        one of this router's own paths; taking off as many segments as that own path has
+        leaves the prefix, whatever the store's name and however FastAPI keeps route paths.
         """
         root = request.scope.get("root_path", "").rstrip("/")
-        route = request.scope.get("route")
-        full = getattr(route, "path", "")
-        for own in self.paths.get(getattr(route, "endpoint", None), ()):
-            if full.endswith(own):
-                return root + full[: len(full) - len(own)] + "/ui"
+        path = request.scope.get("path", "")
+        parts = path.split("/")
+        endpoint = request.scope.get("endpoint")
+        for own in self.paths.get(endpoint, ()):
+            keep = len(parts) - own.count("/")
+            prefix = "/".join(parts[:keep]) if keep > 0 else ""
+            if keep > 0 and path[len(prefix) :].startswith("/ui"):
+                return (prefix if prefix.startswith(root) else root + prefix) + "/ui"
         return root + "/ui"
 
     def token(self, request: Request) -> str | None:
@@ -260,7 +264,7 @@ def _page_routes(router: APIRouter, pages: _Pages) -> None:
     def search(request: Request, q: str = "") -> Response:
         def work() -> Response:
             hits = views.search_hits(pages.store(), pages.base(request), q[:4096])
-            if len(hits) == 1:
+            if len(hits) == 1 or (hits and hits[0]["what"] == "run by run"):
                 return RedirectResponse(hits[0]["url"], 303, headers=_HEADERS)
             return pages.render(request, "search.html", 404 if not hits else 200, q=q, hits=hits)
 

@@ -94,7 +94,8 @@ def search_hits(store: Any, base: str, q: str) -> list[dict[str, str]]:
     source id, a run's index address).
 
     Returns:
-        ``[{"url", "label", "what"}]``, each page once, in the order tried.
+        ``[{"url", "label", "what"}]``, each page once, in the order tried (a run found by
+        its index address first: the search box then opens the run).
     """  # noqa: D205 - the summary needs two lines
     q = q.strip()
     hits: list[dict[str, str]] = []
@@ -121,7 +122,11 @@ def search_hits(store: Any, base: str, q: str) -> list[dict[str, str]]:
     for name, value, kind in lookups:
         for a in _find(store, name, value, kind):
             url = page_for(base, a.address, [a.kind])
-            hits.append({"url": url, "label": a.address, "what": f"{a.kind} by {name}"})
+            hit = {"url": url, "label": a.address, "what": f"{a.kind} by {name}"}
+            if name == "run":  # a run's index address names the run first, then the blob
+                hits.insert(0, hit)
+            else:
+                hits.append(hit)
     seen: set[str] = set()
     out = []
     for h in hits:
