@@ -26,7 +26,7 @@ import click
 
 import evstore
 
-from . import admin, objects
+from . import admin, objects, server
 from . import ingest as ingest_commands
 from .common import Ctx, discard_created, env_url
 
@@ -368,7 +368,7 @@ def cli(ctx: click.Context, url: str | None, as_json: bool, verbose: int, quiet:
             )
 
 
-for _area in (admin, ingest_commands, objects):
+for _area in (admin, ingest_commands, objects, server):
     _area.register(cli)
 
 

@@ -10,6 +10,10 @@ The public surface is this module: :func:`open`, :class:`Store`, the schema comm
 (:func:`init`, :func:`migrate`), the value types, the kind and JSON helpers the CLI uses,
 and the error tree (see evstore.errors). Everything else is internal.
 
+The HTTP server's names (:func:`create_app`, :func:`serve`, ``ServerLimits``) come from the
+evstore.server package, a layer above this one that imports this module: they are left out
+of the ``TYPE_CHECKING`` imports below so that no import cycle exists, even for the checker.
+
 Names load lazily (PEP 562): ``import evstore`` imports nothing else, and each name imports
 its module on first use, so a command pays only for what it touches.
 """
@@ -24,6 +28,7 @@ if TYPE_CHECKING:
     from .artifacts import ArtifactInfo, ArtifactResult, Document, IngestReport
     from .blobs import PutResult
     from .canonical import dumps, loads
+    from .describe import describe_artifact
     from .digests import Digest, digest_bytes
     from .errors import (
         BindingConflict,
@@ -45,6 +50,7 @@ if TYPE_CHECKING:
     from .package_rules import normalize_uuid
     from .refs import ContentRef, parse_ref
     from .review import bindings_of_fragment, edges_from, kind_counts, verify_now
+    from .tokens import create_token, list_tokens, revoke_token, token_scope
 
 #: Public name -> the module (under evstore) that defines it, or "module:attribute" where the
 #: public name differs from the module's own.
@@ -65,10 +71,14 @@ _SOURCES: dict[str, str] = {
     "NotFound": "errors",
     "PutResult": "blobs",
     "RefSyntaxError": "errors",
+    "ServerLimits": "server.limits:Limits",
     "Store": "api",
     "StoreStateError": "errors",
     "bindings_of_fragment": "review",
     "check_kind": "kinds",
+    "create_app": "server.app",
+    "create_token": "tokens",
+    "describe_artifact": "describe",
     "digest_bytes": "digests",
     "dumps": "canonical",
     "edges_from": "review",
@@ -77,6 +87,7 @@ _SOURCES: dict[str, str] = {
     "init": "api",
     "kind_counts": "review",
     "known_kinds": "kinds",
+    "list_tokens": "tokens",
     "loads": "canonical",
     "manifest_address": "manifest_rules",
     "migrate": "api",
@@ -84,6 +95,9 @@ _SOURCES: dict[str, str] = {
     "open": "api",
     "package_context_size": "package_context:context_size",
     "parse_ref": "refs",
+    "revoke_token": "tokens",
+    "serve": "server.run",
+    "token_scope": "tokens",
     "verify_now": "review",
 }
 
@@ -104,10 +118,14 @@ __all__ = [
     "NotFound",
     "PutResult",
     "RefSyntaxError",
+    "ServerLimits",
     "Store",
     "StoreStateError",
     "bindings_of_fragment",
     "check_kind",
+    "create_app",
+    "create_token",
+    "describe_artifact",
     "digest_bytes",
     "dumps",
     "edges_from",
@@ -116,6 +134,7 @@ __all__ = [
     "init",
     "kind_counts",
     "known_kinds",
+    "list_tokens",
     "loads",
     "manifest_address",
     "migrate",
@@ -123,6 +142,9 @@ __all__ = [
     "open",
     "package_context_size",
     "parse_ref",
+    "revoke_token",
+    "serve",
+    "token_scope",
     "verify_now",
 ]
 

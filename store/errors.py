@@ -265,6 +265,8 @@ _NOTARIUS_SELECTION = "notarius-evidence-context-v1#selection-and-citations"
 _SOURCE_DOCUMENT = "docs/bundle.md#generic-source-documents"
 _BUNDLE_LAYOUT = "docs/bundle.md#indexjson"
 _RUN_RECORD = "docs/bundle.md#the-run-record"
+_HTTP_BUNDLES = "docs/http.md#bundles"
+_HTTP = "docs/http.md"
 
 # fmt: off
 _TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
@@ -300,6 +302,7 @@ _TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("not-found.fragment", "not-found", "", "the ref names no stored fragment artifact"),
     ("not-found.source-document", "not-found", "",
      "the ref names no stored source-document artifact"),
+    ("not-found.token", "not-found", "", "no token with that id in this store"),
     # -- stored bytes and rows
     ("corruption.row", "corruption", "",
      "a stored row is malformed (wrong type or value); its bytes are not served"),
@@ -334,6 +337,23 @@ _TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("store.database", "store", "", "another database error"),
     ("interrupted.signal", "store", "",
      "the command was interrupted (Ctrl-C, exit 130); its open transaction was rolled back"),
+    # -- the HTTP server (docs/http.md) and its bearer tokens
+    ("http.request", "input", _HTTP,
+     "a request's parameters or body are malformed (400; the message says which)"),
+    ("http.route", "not-found", _HTTP, "no such route on this server (404)"),
+    ("http.method", "input", _HTTP, "the route does not take that method (405)"),
+    ("http.unauthorized", "input", _HTTP + "#auth",
+     "no bearer token, or one this store does not know or has revoked (401)"),
+    ("http.forbidden", "input", _HTTP + "#auth", "the token's scope does not allow this (403)"),
+    ("http.too-large", "input", _HTTP + "#limits", "the request body is over the limit (413)"),
+    ("http.busy", "store", _HTTP + "#limits",
+     "the server has its limit of requests in flight; retry after Retry-After (503)"),
+    ("http.unsupported", "input", _HTTP, "a request field this server does not support yet"),
+    ("http.range", "input", _HTTP, "the one byte range asked is unsatisfiable (416)"),
+    ("http.internal", "store", _HTTP, "an unexpected server fault (500; logged by the server)"),
+    ("put.digest-mismatch", "input", _HTTP,
+     "the uploaded bytes do not hash to the expected ref; nothing was stored (422)"),
+    ("token.scope", "input", _HTTP + "#auth", "no such token scope (read, ingest, admin)"),
     # -- templiqx v1alpha1 evidence fragments
     ("fragment.shape", "contract", "templiqx-evidence-fragment-v1alpha1#fragment-shape",
      "a fragment (or source record, or eval output) is not an object, misses a required "
@@ -591,6 +611,10 @@ _TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
      "the evidence-context descriptor under a name other than evidence_context"),
     ("bundle.source-ambiguous", "contract", _BUNDLE_LAYOUT,
      "two source documents in the bundle carry the excerpt's source_id"),
+    ("bundle.archive-unsafe", "contract", _HTTP_BUNDLES,
+     "a bundle archive member is absolute, has '..', is a link or device, or is too large"),
+    ("bundle.archive-malformed", "input", _HTTP_BUNDLES,
+     "a bundle upload is not a plain tar archive of one bundle directory"),
     ("run.record-shape", "contract", _RUN_RECORD, "a run record is not the documented tree"),
     ("run.missing-object", "contract", _RUN_RECORD,
      "a blob or artifact a run record names is not stored"),

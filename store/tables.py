@@ -18,6 +18,7 @@ Every digest column (addresses, ``blobs.sha256``, ``attrs.value_digest``,
     warnings     warnings recorded with an accepted artifact
     settings     store settings, changed with ``evstore config``
     verified     when ``evstore check`` last found an object without fault (revision 0003)
+    tokens       bearer tokens of the HTTP server: scope and SHA-256 of the secret (0005)
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
     func,
 )
 
@@ -46,6 +48,7 @@ __all__ = [
     "edges",
     "metadata",
     "settings",
+    "tokens",
     "verified",
     "warnings",
 ]
@@ -147,4 +150,17 @@ verified = Table(
     # When a check last found the object without fault (UTC).
     Column("verified_at", DateTime(timezone=True), nullable=False),
     PrimaryKeyConstraint("address", "kind", name="pk_verified"),
+)
+
+tokens = Table(
+    "tokens",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    # SHA-256 hex of the secret: the secret itself is shown once and never stored.
+    Column("secret_sha256", String(64), nullable=False),
+    Column("scope", String(16), nullable=False),
+    Column("name", Text, nullable=False, server_default=""),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("revoked_at", DateTime(timezone=True), nullable=True),
+    UniqueConstraint("secret_sha256", name="uq_tokens_secret"),
 )

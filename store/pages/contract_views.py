@@ -13,8 +13,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-import evstore
-
+from .. import EvstoreError, bindings_of_fragment, dumps, edges_from, error
 from .render import ev_text, highlight_window, is_ref, object_url, utf8_floor
 from .views import BLOB_WINDOW, _edges_in, page_for, summary
 
@@ -36,9 +35,7 @@ SIBLINGS_MAX = 200
 def _load(store: Any, ref: str, kind: str) -> tuple[dict[str, Any], Any]:
     info = summary(store, ref)
     if kind not in info["kinds"]:
-        raise evstore.error(
-            "input.invalid", f"{info['address']} is not stored as a {kind}", kind=kind
-        )
+        raise error("input.invalid", f"{info['address']} is not stored as a {kind}", kind=kind)
     return info, store.load(info["address"])
 
 
@@ -50,7 +47,7 @@ def fragment_view(store: Any, base: str, ref: str, offset: int | None) -> dict[s
     """  # noqa: D205
     info, frag = _load(store, ref, "fragment")
     start, end = int(frag["start_offset"]), int(frag["end_offset"])
-    sources = [e for e in evstore.edges_from(store, info["address"]) if e["role"] == "source"]
+    sources = [e for e in edges_from(store, info["address"]) if e["role"] == "source"]
     source: dict[str, Any] | None = None
     if sources:
         data = store.get(sources[0]["dst"])  # verified
@@ -88,7 +85,7 @@ def fragment_view(store: Any, base: str, ref: str, offset: int | None) -> dict[s
         "start": start,
         "end": end,
         "source": source,
-        "bindings": evstore.bindings_of_fragment(store, frag),
+        "bindings": bindings_of_fragment(store, frag),
         "siblings": siblings,
         "edges_in": _edges_in(store, base, info["address"]),
     }
@@ -148,12 +145,12 @@ def _mark_quote(text: str, quote: str) -> dict[str, Any]:
     if at < 0:
         return {"html": ev_text(text, 20000), "found": False}
     html = Markup(
-        f"{ev_text(text[:at])}<mark>{ev_text(quote)}</mark>{ev_text(text[at + len(quote):])}"
+        f"{ev_text(text[:at])}<mark>{ev_text(quote)}</mark>{ev_text(text[at + len(quote) :])}"
     )
     return {"html": html, "found": True}
 
 
-def _claims(envelope: Any, items: dict[str, Any], item_url: Any) -> list[dict[str, Any]]:
+def _claims(envelope: Any, items: dict[Any, Any], item_url: Any) -> list[dict[str, Any]]:
     claims = []
     for c in envelope.get("claims", []) if isinstance(envelope, dict) else []:
         cites = []
@@ -162,7 +159,12 @@ def _claims(envelope: Any, items: dict[str, Any], item_url: Any) -> list[dict[st
             quote = cit.get("quote", "")
             marked = _mark_quote(str(item.get("text", "")), quote) if item else None
             cites.append(
-                {"cit": cit, "item": item, "marked": marked, "url": item_url(cit.get("evidence_id"))}
+                {
+                    "cit": cit,
+                    "item": item,
+                    "marked": marked,
+                    "url": item_url(cit.get("evidence_id")),
+                }
             )
         claims.append({"claim": c, "cites": cites})
     return claims
@@ -170,7 +172,9 @@ def _claims(envelope: Any, items: dict[str, Any], item_url: Any) -> list[dict[st
 
 def _tree_nodes(nodes: list[Any]) -> list[dict[str, Any]]:
     """Context nodes as a forest: ``[{"node", "children": [...]}]`` by ``parent``."""
-    by_id = {n.get("id"): {"node": n, "children": []} for n in nodes if isinstance(n, dict)}
+    by_id: dict[Any, dict[str, Any]] = {
+        n.get("id"): {"node": n, "children": []} for n in nodes if isinstance(n, dict)
+    }
     roots = []
     for entry in by_id.values():
         parent = entry["node"].get("parent")
@@ -211,9 +215,7 @@ def package_view(store: Any, base: str, ref: str, offset: int) -> dict[str, Any]
     if isinstance(pid, str):
         for a in store.find("package_id", pid, kind="envelope"):
             env = store.load(a.address)
-            envelopes.append(
-                {"address": a.address, "claims": _claims(env, by_id, item_url)}
-            )
+            envelopes.append({"address": a.address, "claims": _claims(env, by_id, item_url)})
     context = doc.get("context") if isinstance(doc.get("context"), dict) else {}
     return {
         **info,
@@ -234,8 +236,8 @@ def package_view(store: Any, base: str, ref: str, offset: int) -> dict[str, Any]
 def envelope_view(store: Any, base: str, ref: str) -> dict[str, Any]:
     """An envelope: its claims with citations marked in the cited package's items."""
     info, env = _load(store, ref, "envelope")
-    packages = [e for e in evstore.edges_from(store, info["address"]) if e["role"] == "package"]
-    by_id: dict[str, Any] = {}
+    packages = [e for e in edges_from(store, info["address"]) if e["role"] == "package"]
+    by_id: dict[Any, Any] = {}
     pkg_url = None
     if packages:
         pkg = store.load(packages[0]["dst"])
@@ -286,9 +288,11 @@ def context_view(
     kind = "evidence-context" if "evidence-context" in summary(store, ref)["kinds"] else None
     info, units = _load(store, ref, kind or "source-document")
     units = units if isinstance(units, list) else []
-    source_id = next((u.get("ref", {}).get("source_id") for u in units if isinstance(u, dict)), None)
+    source_id = next(
+        (u.get("ref", {}).get("source_id") for u in units if isinstance(u, dict)), None
+    )
     source = None
-    for e in evstore.edges_from(store, info["address"]):
+    for e in edges_from(store, info["address"]):
         if e["role"] == "source-document":
             source = e["dst"]
     found: list[tuple[int, int]] = []
@@ -296,7 +300,7 @@ def context_view(
     if not cites and source_id is not None:
         budget = [200000]
         for r in runs[:5]:
-            for e in evstore.edges_from(store, r["address"]):
+            for e in edges_from(store, r["address"]):
                 if e["role"] == "artifact" and e["dst"] not in (info["address"], source):
                     if "json" in e["kinds"] or "package" in e["kinds"]:
                         _unit_refs(store.load(e["dst"]), source_id, found, budget)
@@ -312,8 +316,8 @@ def context_view(
         if window is not None:
             try:
                 mine = store.contexts.excerpt(source, ranges, window)
-                recomputed = {"equal": evstore.dumps(mine) == store.get(info["address"])}
-            except evstore.EvstoreError as exc:
+                recomputed = {"equal": dumps(mine) == store.get(info["address"])}
+            except EvstoreError as exc:
                 recomputed = {"equal": False, "error": exc.to_dict()}
     rows = [
         {

@@ -21,7 +21,7 @@ from urllib.parse import quote, urlencode
 
 from markupsafe import Markup, escape
 
-import evstore
+from .. import EvstoreError, dumps, parse_ref
 
 __all__ = [
     "JsonBudget",
@@ -30,8 +30,9 @@ __all__ = [
     "is_ref",
     "json_tree",
     "object_url",
-    "pointer_join",
     "pointer_get",
+    "pointer_join",
+    "query",
     "utf8_floor",
 ]
 
@@ -72,8 +73,8 @@ def is_ref(value: Any) -> bool:
     if not isinstance(value, str) or len(value) > 90 or ":" not in value:
         return False
     try:
-        evstore.parse_ref(value)
-    except evstore.EvstoreError:
+        parse_ref(value)
+    except EvstoreError:
         return False
     return True
 
@@ -115,7 +116,7 @@ def highlight_window(
     cut = end - shown_end
     note = f'<span class="cut"> … {cut:,} more bytes of the range not shown</span>' if cut else ""
     html = Markup(
-        f"{ev_text(before)}<mark id=\"hl\" data-start=\"{start}\" data-end=\"{end}\">"
+        f'{ev_text(before)}<mark id="hl" data-start="{start}" data-end="{end}">'
         f"{ev_text(marked)}</mark>{note}{ev_text(after)}"
     )
     return {"html": html, "from": lo, "to": hi, "cut": cut}
@@ -158,9 +159,10 @@ def _scalar(value: Any, link: Callable[[str], str]) -> str:
             return f'<a class="ref" href="{escape(link(value))}">"{escape(value)}"</a>'
         return f'<span class="s">"{ev_text(value, STRING_MAX)}"</span>'
     if value is None or isinstance(value, bool):
-        return f'<span class="k">{escape(str(value).lower() if value is not None else "null")}'\
-            "</span>"
-    return f'<span class="n">{escape(evstore.dumps(value).decode())}</span>'
+        return (
+            f'<span class="k">{escape(str(value).lower() if value is not None else "null")}</span>'
+        )
+    return f'<span class="n">{escape(dumps(value).decode())}</span>'
 
 
 def json_tree(
@@ -212,8 +214,11 @@ def _node(
             _node(v, str(k), pointer_join(pointer, k), 0, depth + 1, budget, left, more, link)
         )
     if offset:
-        parts.insert(0, f'<li><a href="{escape(more(pointer, max(0, offset - budget.children)))}">'
-                     f"previous {budget.children} {what}</a></li>")
+        parts.insert(
+            0,
+            f'<li><a href="{escape(more(pointer, max(0, offset - budget.children)))}">'
+            f"previous {budget.children} {what}</a></li>",
+        )
     if offset + budget.children < len(items):
         nxt = offset + budget.children
         parts.append(

@@ -22,8 +22,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FunctionLoader, StrictUndefined, select_autoescape
 
-import evstore
-
+from .. import EvstoreError, error
 from . import contract_views as cv
 from . import views
 from .render import ev_text, is_ref, object_url, query
@@ -68,7 +67,7 @@ def _environment() -> Environment:
     return env
 
 
-def _status_of(err: evstore.EvstoreError) -> int:
+def _status_of(err: EvstoreError) -> int:
     code = err.code
     for prefix, status in _STATUS.items():
         if code.startswith(prefix + "."):
@@ -81,12 +80,12 @@ class _Pages:
 
     def __init__(
         self,
-        store: Callable[[], Any],
-        authorize: Callable[[str], bool] | None,
-        public_read: bool,
+        store: Callable[[Request], Any],
+        authorize: Callable[[Request, str], bool] | None,
+        public_read: Callable[[Request], bool],
         extras: Callable[[Any], dict[str, Any]] | None,
     ) -> None:
-        self.store = store
+        self.store_of = store
         self.authorize = authorize
         self.public_read = public_read
         self.extras = extras
@@ -118,18 +117,20 @@ class _Pages:
             return header[7:].strip()
         return request.cookies.get(COOKIE)
 
+    def valid(self, request: Request, token: str) -> bool:
+        """Whether ``token`` may read this request's store."""
+        return bool(token) and self.authorize is not None and self.authorize(request, token)
+
     def allowed(self, request: Request) -> bool:
-        if self.public_read:
+        if self.public_read(request):
             return True
-        token = self.token(request)
-        return bool(token) and self.authorize is not None and self.authorize(token)  # type: ignore[misc]
+        return self.valid(request, self.token(request) or "")
 
     def render(self, request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         base = self.base(request)
         html = self.env.get_template(name).render(
             base=base,
-            signed_in=self.token(request) is not None and not self.public_read,
-            public_read=self.public_read,
+            signed_in=self.token(request) is not None and not self.public_read(request),
             path=request.url.path,
             **ctx,
         )
@@ -138,7 +139,7 @@ class _Pages:
             headers["WWW-Authenticate"] = 'Bearer realm="evstore"'
         return HTMLResponse(html, status_code=status, headers=headers)
 
-    def fail(self, request: Request, err: evstore.EvstoreError) -> HTMLResponse:
+    def fail(self, request: Request, err: EvstoreError) -> HTMLResponse:
         return self.render(request, "error.html", _status_of(err), err=err.to_dict())
 
 
@@ -156,17 +157,20 @@ def _same_origin(request: Request) -> bool:
 def create_router(
     store: Any,
     *,
-    authorize: Callable[[str], bool] | None = None,
-    public_read: bool = False,
+    authorize: Callable[[Request, str], bool] | None = None,
+    public_read: bool | Callable[[Request], bool] = False,
     extras: Callable[[Any], dict[str, Any]] | None = None,
 ) -> APIRouter:
-    """The read-only audit pages of one store, as a router with paths under ``/ui``.
+    """The read-only audit pages of a store, as a router with paths under ``/ui``.
 
     Args:
-        store: an open :class:`evstore.Store`, or a zero-argument callable returning one.
-        authorize: ``authorize(token) -> bool``: whether a bearer token may read this store
-            (the server's token check, read scope). None: no token is ever accepted.
-        public_read: serve the pages without a token (``evstore serve --public-read``).
+        store: an open :class:`evstore.Store`, or ``store(request)`` returning the store
+            that serves the request (the server's app state).
+        authorize: ``authorize(request, token) -> bool``: whether a bearer token may read
+            the request's store (the server's token check, read scope). None: no token is
+            ever accepted.
+        public_read: serve the pages without a token (``evstore serve --public-read``), or
+            ``public_read(request)`` deciding per request.
         extras: ``extras(store) -> dict`` of what the home page shows beside the counts
             (``roots``, ``checkpoint``, ``audit``), from retention and the log where the
             store keeps them; missing keys are shown as "not kept by this store".
@@ -174,8 +178,9 @@ def create_router(
     Returns:
         The router; include it under the store's prefix P to serve ``P/ui/...``.
     """
-    get_store = store if callable(store) else (lambda: store)
-    pages = _Pages(get_store, authorize, public_read, extras)
+    get_store = store if callable(store) else (lambda _request: store)
+    is_public = public_read if callable(public_read) else (lambda _request: public_read)
+    pages = _Pages(get_store, authorize, is_public, extras)
     router = APIRouter(include_in_schema=False)
     _static_routes(router)
     _auth_routes(router, pages)
@@ -208,7 +213,7 @@ def _auth_routes(router: APIRouter, pages: _Pages) -> None:
         form = parse_qs((await request.body())[:8192].decode("utf-8", "replace"))
         token = form.get("token", [""])[0].strip()
         target = _safe_next(pages, request, form.get("next", [""])[0])
-        if not token or pages.authorize is None or not pages.authorize(token):
+        if not pages.valid(request, token):
             return pages.render(request, "signin.html", 401, next=target, message="bad-token")
         response = RedirectResponse(target, status_code=303, headers=_HEADERS)
         response.set_cookie(
@@ -245,7 +250,7 @@ def _guard(pages: _Pages, request: Request, work: Callable[[], Response]) -> Res
         )
     try:
         return work()
-    except evstore.EvstoreError as err:
+    except EvstoreError as err:
         return pages.fail(request, err)
 
 
@@ -254,7 +259,7 @@ def _page_routes(router: APIRouter, pages: _Pages) -> None:
     @router.get("/ui")
     def home(request: Request) -> Response:
         def work() -> Response:
-            store = pages.store()
+            store = pages.store_of(request)
             extras = pages.extras(store) if pages.extras else {}
             return pages.render(request, "home.html", **views.home_view(store, extras))
 
@@ -263,7 +268,7 @@ def _page_routes(router: APIRouter, pages: _Pages) -> None:
     @router.get("/ui/search")
     def search(request: Request, q: str = "") -> Response:
         def work() -> Response:
-            hits = views.search_hits(pages.store(), pages.base(request), q[:4096])
+            hits = views.search_hits(pages.store_of(request), pages.base(request), q[:4096])
             if len(hits) == 1 or (hits and hits[0]["what"] == "run by run"):
                 return RedirectResponse(hits[0]["url"], 303, headers=_HEADERS)
             return pages.render(request, "search.html", 404 if not hits else 200, q=q, hits=hits)
@@ -273,7 +278,7 @@ def _page_routes(router: APIRouter, pages: _Pages) -> None:
     @router.get("/ui/kind/{kind}")
     def kind(request: Request, kind: str, after: str | None = None) -> Response:
         def work() -> Response:
-            ctx = views.kind_view(pages.store(), pages.base(request), kind, after)
+            ctx = views.kind_view(pages.store_of(request), pages.base(request), kind, after)
             return pages.render(request, "kind.html", **ctx)
 
         return _guard(pages, request, work)
@@ -281,7 +286,7 @@ def _page_routes(router: APIRouter, pages: _Pages) -> None:
     @router.get("/ui/object/{ref}")
     def obj(request: Request, ref: str) -> Response:
         def work() -> Response:
-            info = views.summary(pages.store(), ref)
+            info = views.summary(pages.store_of(request), ref)
             url = views.page_for(pages.base(request), info["address"], info["kinds"])
             return RedirectResponse(url, 303, headers=_HEADERS)
 
@@ -290,7 +295,7 @@ def _page_routes(router: APIRouter, pages: _Pages) -> None:
     @router.get("/ui/raw/{ref}")
     def raw(request: Request, ref: str) -> Response:
         def work() -> Response:
-            data = pages.store().get(ref)
+            data = pages.store_of(request).get(ref)
             headers = {
                 **_HEADERS,
                 "Content-Security-Policy": "sandbox; default-src 'none'",
@@ -303,7 +308,7 @@ def _page_routes(router: APIRouter, pages: _Pages) -> None:
     @router.get("/ui/artifact/{ref}")
     def artifact(request: Request, ref: str) -> Response:
         def work() -> Response:
-            ctx = views.artifact_view(pages.store(), pages.base(request), ref)
+            ctx = views.artifact_view(pages.store_of(request), pages.base(request), ref)
             return pages.render(request, "artifact.html", **ctx)
 
         return _guard(pages, request, work)
@@ -311,7 +316,9 @@ def _page_routes(router: APIRouter, pages: _Pages) -> None:
     @router.get("/ui/artifact/{ref}/json")
     def json_page(request: Request, ref: str, at: str = "", offset: int = 0) -> Response:
         def work() -> Response:
-            ctx = views.json_view(pages.store(), pages.base(request), ref, at, max(0, offset))
+            ctx = views.json_view(
+                pages.store_of(request), pages.base(request), ref, at, max(0, offset)
+            )
             return pages.render(request, "json.html", **ctx)
 
         return _guard(pages, request, work)
@@ -319,7 +326,7 @@ def _page_routes(router: APIRouter, pages: _Pages) -> None:
     @router.get("/ui/blob/{ref}")
     def blob(request: Request, ref: str, offset: int = 0) -> Response:
         def work() -> Response:
-            ctx = views.blob_view(pages.store(), pages.base(request), ref, max(0, offset))
+            ctx = views.blob_view(pages.store_of(request), pages.base(request), ref, max(0, offset))
             return pages.render(request, "blob.html", **ctx)
 
         return _guard(pages, request, work)
@@ -330,7 +337,7 @@ def _contract_routes(router: APIRouter, pages: _Pages) -> None:
     def fragment(request: Request, ref: str, offset: int | None = None) -> Response:
         def work() -> Response:
             at = None if offset is None else max(0, offset)
-            ctx = cv.fragment_view(pages.store(), pages.base(request), ref, at)
+            ctx = cv.fragment_view(pages.store_of(request), pages.base(request), ref, at)
             return pages.render(request, "fragment.html", **ctx)
 
         return _guard(pages, request, work)
@@ -338,7 +345,9 @@ def _contract_routes(router: APIRouter, pages: _Pages) -> None:
     @router.get("/ui/manifest/{ref}")
     def manifest(request: Request, ref: str, offset: int = 0) -> Response:
         def work() -> Response:
-            ctx = cv.manifest_view(pages.store(), pages.base(request), ref, max(0, offset))
+            ctx = cv.manifest_view(
+                pages.store_of(request), pages.base(request), ref, max(0, offset)
+            )
             return pages.render(request, "manifest.html", **ctx)
 
         return _guard(pages, request, work)
@@ -346,7 +355,7 @@ def _contract_routes(router: APIRouter, pages: _Pages) -> None:
     @router.get("/ui/package/{ref}")
     def package(request: Request, ref: str, offset: int = 0) -> Response:
         def work() -> Response:
-            ctx = cv.package_view(pages.store(), pages.base(request), ref, max(0, offset))
+            ctx = cv.package_view(pages.store_of(request), pages.base(request), ref, max(0, offset))
             return pages.render(request, "package.html", **ctx)
 
         return _guard(pages, request, work)
@@ -354,19 +363,17 @@ def _contract_routes(router: APIRouter, pages: _Pages) -> None:
     @router.get("/ui/envelope/{ref}")
     def envelope(request: Request, ref: str) -> Response:
         def work() -> Response:
-            ctx = cv.envelope_view(pages.store(), pages.base(request), ref)
+            ctx = cv.envelope_view(pages.store_of(request), pages.base(request), ref)
             return pages.render(request, "envelope.html", **ctx)
 
         return _guard(pages, request, work)
 
     @router.get("/ui/context/{ref}")
-    def context(
-        request: Request, ref: str, cite: str = "", window: int | None = None
-    ) -> Response:
+    def context(request: Request, ref: str, cite: str = "", window: int | None = None) -> Response:
         def work() -> Response:
             ranges = _ranges(cite)
             w = None if window is None else max(0, min(window, 10000))
-            ctx = cv.context_view(pages.store(), pages.base(request), ref, ranges, w)
+            ctx = cv.context_view(pages.store_of(request), pages.base(request), ref, ranges, w)
             return pages.render(request, "context.html", cite=cite, **ctx)
 
         return _guard(pages, request, work)
@@ -374,7 +381,7 @@ def _contract_routes(router: APIRouter, pages: _Pages) -> None:
     @router.get("/ui/run/{ref}")
     def run(request: Request, ref: str) -> Response:
         def work() -> Response:
-            ctx = cv.run_view(pages.store(), pages.base(request), ref)
+            ctx = cv.run_view(pages.store_of(request), pages.base(request), ref)
             return pages.render(request, "run.html", **ctx)
 
         return _guard(pages, request, work)
@@ -388,7 +395,7 @@ def _ranges(text: str) -> list[tuple[int, int]]:
         try:
             out.append((int(a), int(b if sep else a)))
         except ValueError:
-            raise evstore.error(
+            raise error(
                 "input.invalid",
                 f"a cited range is START:END in unit ids, got {part[:40]!r}",
                 "/cite",

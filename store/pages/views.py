@@ -12,8 +12,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-import evstore
-
+from .. import EvstoreError, edges_from, error, kind_counts, normalize_uuid, verify_now
 from .render import JsonBudget, ev_text, is_ref, json_tree, object_url, query, utf8_floor
 
 __all__ = [
@@ -64,7 +63,7 @@ def summary(store: Any, ref: str) -> dict[str, Any]:
 
 def home_view(store: Any, extras: dict[str, Any]) -> dict[str, Any]:
     """Counts by kind and whatever retention and log facts this store keeps."""
-    counts = evstore.kind_counts(store)
+    counts = kind_counts(store)
     return {"counts": counts, **extras}
 
 
@@ -75,16 +74,14 @@ def kind_view(store: Any, base: str, kind: str, after: str | None) -> dict[str, 
     if len(rows) > LIST_PAGE:
         rows = rows[:LIST_PAGE]
         nxt = f"{rows[-1].address}/{rows[-1].kind}"
-    items = [
-        {"info": r, "url": page_for(base, r.address, [r.kind])} for r in rows
-    ]
+    items = [{"info": r, "url": page_for(base, r.address, [r.kind])} for r in rows]
     return {"kind": kind, "items": items, "next": nxt, "after": after}
 
 
 def _find(store: Any, name: str, value: str, kind: str | None = None) -> list[Any]:
     try:
         return list(store.find(name, value, kind=kind))
-    except evstore.EvstoreError:  # a value of the wrong form for this attribute
+    except EvstoreError:  # a value of the wrong form for this attribute
         return []
 
 
@@ -118,7 +115,7 @@ def search_hits(store: Any, base: str, q: str) -> list[dict[str, str]]:
         ("run", q, None),
     ]
     if _UUID.match(q):
-        lookups.insert(1, ("package_id", evstore.normalize_uuid(q), None))
+        lookups.insert(1, ("package_id", normalize_uuid(q), None))
     for name, value, kind in lookups:
         for a in _find(store, name, value, kind):
             url = page_for(base, a.address, [a.kind])
@@ -142,7 +139,7 @@ def artifact_view(store: Any, base: str, ref: str) -> dict[str, Any]:
     """  # noqa: D205
     info = summary(store, ref)
     address = info["address"]
-    verdict = evstore.verify_now(store, address)
+    verdict = verify_now(store, address)
     value: Any = None
     tree: Markup | None = None
     if verdict["ok"] and info["kinds"]:
@@ -173,16 +170,12 @@ def _tree(base: str, address: str, value: Any, at: str, offset: int) -> Markup:
 
 
 def _edges_out(store: Any, base: str, address: str) -> list[dict[str, Any]]:
-    return [
-        {**e, "url": page_for(base, e["dst"], e["kinds"])}
-        for e in evstore.edges_from(store, address)
-    ]
+    return [{**e, "url": page_for(base, e["dst"], e["kinds"])} for e in edges_from(store, address)]
 
 
 def _edges_in(store: Any, base: str, address: str) -> list[dict[str, Any]]:
     return [
-        {**r, "url": page_for(base, r["address"], r["kinds"])}
-        for r in store.runs.refs(address)
+        {**r, "url": page_for(base, r["address"], r["kinds"])} for r in store.runs.refs(address)
     ]
 
 
@@ -195,9 +188,7 @@ def json_view(store: Any, base: str, ref: str, at: str, offset: int) -> dict[str
     try:
         sub = pointer_get(value, at)
     except KeyError:
-        raise evstore.error(
-            "input.invalid", f"no member at {at!r} in this artifact", at, pointer=at
-        ) from None
+        raise error("input.invalid", f"no member at {at!r} in this artifact", at) from None
     return {**info, "at": at, "tree": _tree(base, info["address"], sub, at, offset)}
 
 

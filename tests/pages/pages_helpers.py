@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 import warnings
 from pathlib import Path
 
@@ -27,7 +26,7 @@ def client(store, *, public_read=False, token=TOKEN, prefix=""):
 
     app = FastAPI()
     app.include_router(
-        create_router(store, authorize=lambda t: t == TOKEN, public_read=public_read),
+        create_router(store, authorize=lambda _r, t: t == TOKEN, public_read=public_read),
         prefix=prefix,
     )
     headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -50,9 +49,7 @@ def ingest_examples(store) -> dict[str, str]:
     out["fragment"] = store.fragments.by_document("EX-DOC-0001")[0].address
     out["clause"] = "blake3:" + evstore.digest_bytes(clause).blake3
     mx = EX / "manifests"
-    rep = store.ingest(
-        mx / "manifest.json", supplied=[(mx / "rendered-evidence.md").read_bytes()]
-    )
+    rep = store.ingest(mx / "manifest.json", supplied=[(mx / "rendered-evidence.md").read_bytes()])
     out["manifest"] = rep.results[0].digest.address
     rep = store.ingest(iter(sorted((EX / "packages").glob("*.json"))))
     for r in rep.results:
@@ -72,7 +69,7 @@ def ingest_examples(store) -> dict[str, str]:
 
 HOSTILE = (
     '<script>alert("x")</script> <img src=x onerror=alert(1)> '
-    'javascript:alert(1) "quoted" \'single\' \u202egnp.exe\u202c & </textarea>'
+    "javascript:alert(1) \"quoted\" 'single' \u202egnp.exe\u202c & </textarea>"
 )
 
 
@@ -104,9 +101,11 @@ def ingest_hostile(store) -> dict[str, object]:
         }
         for i in range(4)
     ]
-    src = store.ingest(
-        evstore.Document(json.dumps(units).encode(), kind="source-document")
-    ).results[0].digest.address
+    src = (
+        store.ingest(evstore.Document(json.dumps(units).encode(), kind="source-document"))
+        .results[0]
+        .digest.address
+    )
     return {"fragment": fragment, "json": doc, "source": src, "text": text, "frag": frag}
 
 

@@ -120,7 +120,7 @@ def test_fragment_highlight_is_exactly_the_quoted_bytes(store):
         doc = store.load(info.address)
         r = c.get(f"/ui/fragment/{info.address}")
         assert r.status_code == 200
-        (attrs, text), = marks(r.text)
+        ((attrs, text),) = marks(r.text)
         quote = store.fragments.quote(info.address)
         assert text.encode("utf-8") == quote  # multi-byte characters included
         assert f'data-start="{doc["start_offset"]}"' in attrs
@@ -210,7 +210,7 @@ def test_hostile_evidence_is_escaped_everywhere(store):
     r = c.get(f"/ui/fragment/{h['fragment']}")
     assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in r.text
     assert '<span class="ctl" data-cp="U+202E"' in r.text
-    (_, text), = marks(r.text)
+    ((_, text),) = marks(r.text)
     assert text.encode() == h["text"][h["frag"]["start_offset"] : h["frag"]["end_offset"]]
     # The 1 MB line is paged: the window around the range, not the whole source.
     assert len(r.content) < 64 * 1024
@@ -251,7 +251,7 @@ def test_large_package_and_source_are_paged(store):
     fa = res.results[0].digest.address
     r = c.get(f"/ui/fragment/{fa}")
     assert r.status_code == 200 and len(r.content) < 64 * 1024
-    (_, text), = marks(r.text)
+    ((_, text),) = marks(r.text)
     assert text.encode() == source[start:]
     blob = evstore.edges_from(store, fa)[0]["dst"]
     r = c.get(f"/ui/blob/{blob}?offset=5000000")

@@ -1,0 +1,156 @@
+"""The HTTP server and its tokens: ``serve``, ``token create``, ``token ls``, ``token revoke``."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import click
+
+import evstore
+
+from .common import Ctx, emit, open_store, pass_ctx
+
+__all__ = ["register", "serve", "token"]
+
+_NAMED = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.-]{0,62})=(.+)", re.S)
+
+
+def parse_stores(args: tuple[str, ...], default: str) -> dict[str | None, str]:
+    """``URL`` or ``NAME=URL ...`` as the stores mapping of :func:`evstore.serve`.
+
+    A ``NAME=`` prefix counts only when the text before ``=`` is a store name (no ``:`` or
+    ``/``), so a URL with a query (``...?sslmode=require``) stays a URL.
+    """
+    if not args:
+        return {None: default}
+    out: dict[str | None, str] = {}
+    for a in args:
+        m = _NAMED.fullmatch(a)
+        name, url = (m.group(1), m.group(2)) if m else (None, a)
+        if name in out:
+            raise click.UsageError(f"store {name or '(unnamed)'} given twice")
+        out[name] = url
+    if None in out and len(out) > 1:
+        raise click.UsageError("give one unnamed URL, or NAME=URL for every store")
+    return out
+
+
+@click.command()
+@click.argument("stores", nargs=-1, metavar="[URL | NAME=URL ...]")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True)
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Processes."
+)
+@click.option(
+    "--public-read", is_flag=True, help="Reads need no token (writes and admin still do)."
+)
+@click.option("--access-log/--no-access-log", default=True, help="One log line per request.")
+@click.option(
+    "--max-object-bytes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Largest PUT body (default 1 GiB).",
+)
+@click.option(
+    "--max-json-bytes", type=click.IntRange(min=1), default=None, help="Largest JSON body."
+)
+@click.option(
+    "--max-bundle-bytes", type=click.IntRange(min=1), default=None, help="Largest bundle tar."
+)
+@pass_ctx
+def serve(
+    ctx: Ctx,
+    stores: tuple[str, ...],
+    host: str,
+    port: int,
+    workers: int,
+    public_read: bool,
+    access_log: bool,
+    **limits: Any,
+) -> None:
+    """Serve stores over HTTP (API v1, docs/http.md) until SIGTERM or Ctrl-C.
+
+    With no URL, the store of --store / EVSTORE_URL is served at the root. NAME=URL serves
+    each store under /NAME; each is its own database and nothing crosses between them.
+    Reads need a read token unless --public-read; writes an ingest token (evstore token
+    create). Shutdown is clean: requests in flight finish, nothing is half-written.
+
+    Exit codes: 0 stopped by a signal; 1 a store cannot be served; 2 usage.
+    """
+    mapping = parse_stores(stores, ctx.url)
+    kw = {k.removeprefix("max_"): v for k, v in limits.items() if v is not None}
+    ctx.note(
+        "serving "
+        + ", ".join("/" + n if n else "/" for n in mapping)
+        + f" on http://{host}:{port} ({'public reads' if public_read else 'tokens for reads'})"
+    )
+    evstore.serve(
+        mapping,
+        host=host,
+        port=port,
+        workers=workers,
+        public_read=public_read,
+        limits=evstore.ServerLimits(**kw),
+        access_log=access_log,
+    )
+
+
+@click.group()
+def token() -> None:
+    """Bearer tokens of the HTTP server, kept in the store's own database (hashed)."""
+
+
+@token.command("create")
+@click.option(
+    "--scope", type=click.Choice(["read", "ingest", "admin"]), required=True, help="What it may do."
+)
+@click.option("--name", default="", metavar="LABEL", help="A label for people.")
+@pass_ctx
+def token_create(ctx: Ctx, scope: str, name: str) -> None:
+    """Make a token; its text is printed this once (only its SHA-256 is stored).
+
+    Exit codes: 0 made; 1 store error; 2 usage.
+    """
+    with open_store(ctx) as store:
+        made = evstore.create_token(store, scope, name)
+    emit(ctx, made, made["token"])
+    ctx.note(f"token {made['id']} ({scope}); keep it: it is not shown again")
+
+
+@token.command("ls")
+@pass_ctx
+def token_ls(ctx: Ctx) -> None:
+    """List the tokens (id, scope, label, made, revoked); never their text.
+
+    Exit codes: 0 ok; 1 store error.
+    """
+    with open_store(ctx) as store:
+        rows = evstore.list_tokens(store)
+
+    def human(x: dict[str, Any]) -> None:
+        for r in x["tokens"]:
+            state = "live" if r["revoked_at"] is None else f"revoked {r['revoked_at']}"
+            click.echo(f"{r['id']}  {r['scope']:<6}  {r['created_at']}  {state}  {r['name']}")
+
+    emit(ctx, {"tokens": rows}, human)
+
+
+@token.command("revoke")
+@click.argument("token_id", metavar="ID")
+@pass_ctx
+def token_revoke(ctx: Ctx, token_id: str) -> None:
+    """Revoke the token ID: from the next request on it authenticates nothing.
+
+    Exit codes: 0 revoked (or already); 1 not-found.token or store error.
+    """
+    with open_store(ctx) as store:
+        out = evstore.revoke_token(store, token_id)
+    emit(ctx, out, f"revoked {out['id']}")
+
+
+def register(cli: click.Group) -> None:
+    """Add ``serve`` and ``token`` to the ``evstore`` group."""
+    cli.add_command(serve)
+    cli.add_command(token)

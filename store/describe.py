@@ -1,0 +1,68 @@
+"""One artifact described for readers: digests, kinds, warnings, edges out and referrers in.
+
+The HTTP server's ``GET P/v1/artifacts/{ref}`` answers with :func:`describe_artifact`
+(docs/http.md); it reads one snapshot and never touches the artifact's bytes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from .artifacts import artifact_kinds, iso_utc, warnings_of
+from .errors import error
+from .lineage import referrers, resolve
+from .tables import edges
+
+if TYPE_CHECKING:
+    from .api import Store
+
+__all__ = ["describe_artifact"]
+
+
+def describe_artifact(store: Store, ref: str) -> dict[str, Any]:
+    """The metadata of the artifact ``ref`` names (any content-ref form).
+
+    Returns:
+        ``{"address", "sha256", "size" (bytes), "kinds": [{"kind", "contract_version",
+        "accepted_at"}], "warnings": [{"code", "message", "pointer"}], "edges": [{"role",
+        "dst"}], "referrers": [{"role", "src", "kind"}]}``; edges and referrers in
+        (role, address) order, addresses as ``blake3:<hex>``.
+
+    Raises:
+        RefSyntaxError: ``ref.syntax``. NotFound: ``not-found.blob`` (no such bytes),
+            ``not-found.artifact`` (bytes stored, but as no artifact kind).
+    """
+    with store.reading() as txn:
+        conn = txn.conn
+        row = resolve(conn, ref)
+        address = row.digest.blake3
+        kinds = artifact_kinds(conn, address)
+        if not kinds:
+            raise error(
+                "not-found.artifact",
+                f"{ref} names a stored blob that is no artifact",
+                ref=ref,
+            )
+        out_edges = conn.execute(
+            sa.select(edges.c.role, edges.c.dst)
+            .where(edges.c.src == address)
+            .order_by(edges.c.role, edges.c.dst)
+        ).all()
+        refs = referrers(conn, ref)
+        return {
+            "address": row.digest.address,
+            "sha256": "sha256:" + row.digest.sha256,
+            "size": row.digest.size,
+            "kinds": [
+                {"kind": k, "contract_version": v, "accepted_at": iso_utc(t)} for k, v, t in kinds
+            ],
+            "warnings": [w.to_dict() for w in warnings_of(conn, address)],
+            "edges": [{"role": role, "dst": "blake3:" + dst} for role, dst in out_edges],
+            "referrers": [
+                {"role": r["role"], "src": r["address"], "kind": kind}
+                for r in refs
+                for kind in r["kinds"]
+            ],
+        }

@@ -1,0 +1,218 @@
+"""The app factory: one FastAPI app per served store, mounted under its prefix.
+
+``create_app({None: URL})`` serves one unnamed store at the root (prefix P is empty);
+``create_app({"acme": URL1, "beta": URL2})`` serves each named store under ``/NAME``. Every
+store is its own database and its own app (its own OpenAPI document at
+``P/openapi.json``); nothing is shared between them but the process.
+
+Routers are pluggable: :data:`ROUTER_MODULES` names the modules of this package whose
+``router`` (a ``fastapi.APIRouter``) every store's app includes. A feature adds a module and
+one line there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import re
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+from starlette.routing import Mount
+
+from .. import CorruptionError, EvstoreError, Store, error
+from .. import open as open_store
+from .limits import BodyTooLarge, Guard, Limits, TransferAborted, too_large
+from .problems import problem
+
+__all__ = ["ROUTER_MODULES", "STORE_NAME", "Served", "create_app", "served"]
+
+log = logging.getLogger("server")
+
+#: The modules (under server) whose ``router`` every served store includes, in order.
+#: Add a feature's routes as a module here with one line.
+ROUTER_MODULES: tuple[str, ...] = (
+    "meta",  # GET P/v1
+    "objects",  # objects: GET/HEAD, stat, PUT/POST, missing
+    "queries",  # artifacts, refs, closure, find, ls
+    "writes",  # ingest, validate, bundles
+    "tokens_routes",  # tokens managed remotely (admin)
+    # "contract_routes",  # contract read commands: quote, excerpt, fragments, ... (client)
+    "ui",  # HTML pages under P/ui (issue 15, evstore.pages)
+)
+
+#: A store name in ``evstore serve NAME=URL``: its URL prefix is ``/NAME``.
+STORE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
+_RESERVED = {"v1", "ui", "openapi.json", "docs", "redoc"}
+
+
+@dataclass
+class Served:
+    """One served store: its name (None when unnamed), open Store and read policy."""
+
+    name: str | None
+    store: Store
+    public_read: bool
+    limits: Limits
+
+    @property
+    def backend(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return "sqlite" if self.store.path is not None else "postgresql"
+
+
+def served(request: Request) -> Served:
+    """The :class:`Served` store of the app that handles ``request`` (a FastAPI dependency)."""
+    value: Served = request.app.state.served
+    return value
+
+
+def _version() -> str:
+    try:
+        return metadata.version("evidence-store")
+    except metadata.PackageNotFoundError:  # pragma: no cover - a source tree not installed
+        return "0"
+
+
+def _check_names(stores: Mapping[str | None, str]) -> None:
+    if not stores:
+        raise error("input.invalid", "serve needs at least one store")
+    if None in stores and len(stores) > 1:
+        raise error(
+            "input.invalid", "serve takes one unnamed store URL, or NAME=URL for every store"
+        )
+    for name in stores:
+        if name is not None and (not STORE_NAME.fullmatch(name) or name in _RESERVED):
+            raise error(
+                "input.invalid",
+                f"{name!r} is no store name (letters, digits, '_', '.', '-'; not "
+                f"{', '.join(sorted(_RESERVED))})",
+                name=name,
+            )
+
+
+def _store_app(one: Served) -> FastAPI:
+    """The FastAPI app of one store: its routers, its error handlers, its OpenAPI document."""
+    app = FastAPI(
+        title="evstore" if one.name is None else f"evstore: {one.name}",
+        version=_version(),
+        summary="evstore HTTP API v1 (docs/http.md)",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/openapi.json",
+    )
+    app.state.served = one
+    for name in ROUTER_MODULES:
+        module = importlib.import_module(f"{__package__}.{name}")
+        app.include_router(module.router)
+    install_handlers(app)
+    return app
+
+
+def install_handlers(app: Starlette) -> None:
+    """Answer every error as problem+json: evstore errors, FastAPI's own, anything else."""
+
+    async def on_evstore(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, EvstoreError)
+        if isinstance(exc, CorruptionError):
+            log.error("corruption on %s %s: %s", request.method, request.url.path, exc)
+        return problem(exc)
+
+    async def on_validation(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        faults = []
+        for e in exc.errors():
+            loc = [str(p) for p in e.get("loc", ())]
+            pointer = "/" + "/".join(loc) if loc else ""
+            faults.append(error("http.request", str(e.get("msg", "invalid")), pointer))
+        first = faults[0] if faults else error("http.request", "invalid request")
+        return problem(first, 400, errors=faults or None)
+
+    async def on_http(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        if exc.status_code == 404:
+            err = error("http.route", f"no route {request.method} {request.url.path}")
+        elif exc.status_code == 405:
+            err = error("http.method", f"{request.url.path} does not take {request.method}")
+            return problem(err, 405, headers=exc.headers)
+        else:
+            err = error("http.request", str(exc.detail))
+            return problem(err, exc.status_code, headers=exc.headers)
+        return problem(err)
+
+    async def on_too_large(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, BodyTooLarge)
+        return problem(too_large(exc.limit))
+
+    async def on_any(request: Request, exc: Exception) -> Response:
+        if not isinstance(exc, TransferAborted):
+            log.error("internal error on %s %s", request.method, request.url.path, exc_info=exc)
+        err = error("http.internal", "internal server error (logged by the server)")
+        return problem(err, 500)
+
+    app.add_exception_handler(EvstoreError, on_evstore)
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(HTTPException, on_http)
+    app.add_exception_handler(BodyTooLarge, on_too_large)
+    app.add_exception_handler(Exception, on_any)
+
+
+def create_app(
+    stores: Mapping[str | None, str],
+    *,
+    public_read: bool = False,
+    limits: Limits | None = None,
+) -> Any:
+    """The ASGI app serving ``stores`` (docs/http.md).
+
+    Args:
+        stores: ``{None: URL}`` for one unnamed store at the root, or ``{NAME: URL, ...}``
+            for named stores, each under ``/NAME``. Every store is opened now (it must
+            exist and be at the current schema) and closed when the app shuts down.
+        public_read: reads need no token (writes and admin still do).
+        limits: request limits (:class:`~evstore.server.limits.Limits`; defaults when None).
+
+    Returns:
+        An ASGI application (Starlette), wrapped in the limits guard.
+
+    Raises:
+        InputError: ``input.invalid`` (no store, a bad name, unnamed mixed with named).
+        StoreStateError: a store cannot be opened (``store.missing``, ...); every store
+            opened before it is closed again.
+    """
+    _check_names(stores)
+    limits = limits or Limits()
+    opened: list[Served] = []
+    try:
+        for name, url in stores.items():
+            opened.append(Served(name, open_store(url), public_read, limits))
+    except BaseException:
+        for one in opened:
+            one.store.close()
+        raise
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            for one in opened:
+                one.store.close()
+
+    root: Starlette
+    if opened[0].name is None:
+        root = _store_app(opened[0])
+        root.router.lifespan_context = lifespan
+    else:
+        routes = [Mount(f"/{one.name}", app=_store_app(one)) for one in opened]
+        root = Starlette(routes=routes, lifespan=lifespan)
+        install_handlers(root)
+    return Guard(root, limits)

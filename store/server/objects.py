@@ -1,0 +1,331 @@
+"""Objects over HTTP: ``GET``/``HEAD P/v1/objects/{ref}``, ``stat``, ``PUT``/``POST``, ``missing``.
+
+Reads carry the exact stored bytes with a strong ``ETag`` of the address, an immutable
+``Cache-Control``, ``Repr-Digest`` (RFC 9530, SHA-256 of the whole object), the media type
+(``application/json`` for artifacts), ``Accept-Ranges``; ``If-None-Match`` answers 304 and one
+``Range`` 206 (416 when unsatisfiable; several ranges are answered 200 with the whole object).
+
+Verify on read holds over the wire (docs/http.md#verify-on-read): an object of at most
+:data:`SMALL_MAX` bytes is read and verified whole before its first byte is sent (a corrupt
+one is a 500 problem with its code, and no bytes); a range of a larger object is served only
+after the whole object verified on this read; a larger object sent whole is streamed in
+bounded memory (1 MiB chunks), one chunk held back, and when its bytes fail verification the
+response is aborted before it completes and the fault is logged.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import tempfile
+from collections.abc import Iterator
+from typing import Any, BinaryIO, cast
+
+import blake3
+from fastapi import APIRouter, Depends, Query, Request
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from .. import CorruptionError, Store, error, parse_ref
+from .app import Served
+from .auth import ingester, reader
+from .limits import TransferAborted
+from .problems import problem
+from .wire import OBJECT_RESPONSES, json_body, refs_list
+
+__all__ = ["IMMUTABLE", "SMALL_MAX", "parse_range", "router"]
+
+log = logging.getLogger("server")
+
+router = APIRouter()
+
+#: Objects up to this size (bytes) are verified whole before the first byte is sent.
+SMALL_MAX = 8 << 20
+#: The ``Cache-Control`` of every object (its bytes never change under its address).
+IMMUTABLE = "public, max-age=31536000, immutable"
+#: A PUT body is kept in memory up to this many bytes, then in a temporary file.
+SPOOL_MAX = 8 << 20
+
+_UNSATISFIABLE = (-1, -1)
+
+
+def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
+    """The one byte range ``[start, end)`` a ``Range`` header asks of ``size`` bytes.
+
+    Returns None when the whole object is to be sent (no header, another unit, malformed,
+    several ranges: RFC 9110 section 14.2 lets a server ignore them) and ``(-1, -1)`` when
+    the one range is unsatisfiable (416).
+    """
+    if header is None:
+        return None
+    unit, sep, spec = header.partition("=")
+    if not sep or unit.strip().lower() != "bytes" or "," in spec:
+        return None
+    first, dash, last = spec.strip().partition("-")
+    if not dash or not (first.isdigit() or first == "") or not (last.isdigit() or last == ""):
+        return None
+    if first == "":
+        if last == "":
+            return None
+        n = int(last)
+        if n == 0 or size == 0:
+            return _UNSATISFIABLE
+        return max(0, size - n), size
+    start = int(first)
+    if last != "" and int(last) < start:
+        return None
+    if start >= size:
+        return _UNSATISFIABLE
+    end = size if last == "" else min(int(last) + 1, size)
+    return start, end
+
+
+def _matches(if_none_match: str | None, etag: str) -> bool:
+    if if_none_match is None:
+        return False
+    for tag in if_none_match.split(","):
+        tag = tag.strip()
+        if tag == "*" or tag.removeprefix("W/") == etag:
+            return True
+    return False
+
+
+def object_headers(stat: dict[str, Any]) -> dict[str, str]:
+    """The headers every answer about one object carries (200, 206, 304, HEAD)."""
+    sha = bytes.fromhex(str(stat["sha256"]).removeprefix("sha256:"))
+    return {
+        "ETag": f'"{stat["address"]}"',
+        "Cache-Control": IMMUTABLE,
+        "Repr-Digest": f"sha-256=:{base64.b64encode(sha).decode('ascii')}:",
+        "Accept-Ranges": "bytes",
+        "Content-Type": "application/json" if stat["artifacts"] else "application/octet-stream",
+    }
+
+
+def get_object(
+    ref: str,
+    request: Request,
+    one: Served = Depends(reader),  # noqa: B008
+) -> Response:
+    """Exact bytes, verified on read; ETag, Repr-Digest, 304, single Range (206/416)."""
+    stat = one.store.stat(ref)
+    size = int(stat["size"])
+    headers = object_headers(stat)
+    etag = headers["ETag"]
+    if _matches(request.headers.get("if-none-match"), etag):
+        del headers["Content-Type"]
+        return Response(status_code=304, headers=headers)
+    wanted = parse_range(request.headers.get("range"), size)
+    if_range = request.headers.get("if-range")
+    if wanted is not None and if_range is not None and if_range.strip() != etag:
+        wanted = None  # the client's copy is of other bytes: send the whole object
+    if wanted == _UNSATISFIABLE:
+        err = error(
+            "http.range",
+            f"no byte of the range {request.headers.get('range')!r} is in this {size}-byte object",
+            size=size,
+        )
+        return problem(err, 416, headers={"Content-Range": f"bytes */{size}"})
+    head = request.method == "HEAD"
+    if size <= SMALL_MAX:
+        data = one.store.get(ref)  # verified whole before the first byte is sent
+        if wanted is None:
+            return Response(data, 200, headers=headers)
+        start, end = wanted
+        headers["Content-Range"] = f"bytes {start}-{end - 1}/{size}"
+        return Response(data[start:end], 206, headers=headers)
+    if wanted is None:
+        headers["Content-Length"] = str(size)
+        if head:
+            return Response(b"", 200, headers=headers)
+        body = _primed(_stream_checked(one.store, ref))
+        return StreamingResponse(body, 200, headers=headers)
+    start, end = wanted
+    headers["Content-Range"] = f"bytes {start}-{end - 1}/{size}"
+    headers["Content-Length"] = str(end - start)
+    if head:
+        return Response(b"", 206, headers=headers)
+    return StreamingResponse(
+        _primed(_stream_range(one.store, ref, start, end)), 206, headers=headers
+    )
+
+
+_GET_DOC: dict[str, Any] = {
+    "summary": "The exact stored bytes of an object, by any content ref",
+    "response_class": Response,
+    "responses": {
+        200: {"description": "The exact stored bytes.", "content": {"*/*": {}}},
+        206: {"description": "The one byte range asked.", "content": {"*/*": {}}},
+        304: {"description": "Not modified (If-None-Match matched the ETag)."},
+        **OBJECT_RESPONSES,
+    },
+}
+router.add_api_route(
+    "/v1/objects/{ref}", get_object, methods=["GET"], operation_id="get_object", **_GET_DOC
+)
+router.add_api_route(
+    "/v1/objects/{ref}", get_object, methods=["HEAD"], operation_id="head_object", **_GET_DOC
+)
+
+
+def _primed(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """Take the first chunk now (errors before it become a problem answer), then the rest."""
+    try:
+        first = next(chunks)
+    except StopIteration:
+        return iter(())
+
+    def rest() -> Iterator[bytes]:
+        yield first
+        yield from chunks
+
+    return rest()
+
+
+def _stream_checked(store: Store, ref: str) -> Iterator[bytes]:
+    """The whole object in one read, one chunk held back until the read verified."""
+    with store.open_blob(ref, verify_first=False) as (_digest, chunks):
+        held: bytes | None = None
+        try:
+            for chunk in chunks:
+                if held is not None:
+                    yield held
+                held = chunk
+        except CorruptionError as err:
+            log.error("aborted the transfer of %s: %s", ref, err)
+            raise TransferAborted(str(err)) from err
+        if held is not None:
+            yield held
+
+
+def _stream_range(store: Store, ref: str, start: int, end: int) -> Iterator[bytes]:
+    """Bytes ``[start, end)`` of an object verified whole on this read first."""
+    with store.open_blob(ref, verify_first=True) as (_digest, chunks):
+        pos = 0
+        for chunk in chunks:
+            lo, hi = pos, pos + len(chunk)
+            pos = hi
+            if hi <= start:
+                continue
+            if lo >= end:
+                break
+            yield chunk[max(start - lo, 0) : min(end, hi) - lo]
+
+
+@router.get(
+    "/v1/objects/{ref}/stat",
+    summary="Facts about a stored object (Store.stat)",
+    responses=OBJECT_RESPONSES,
+)
+def stat_object(
+    ref: str,
+    verify: bool = Query(False, description="Re-hash the stored bytes first."),  # noqa: B008
+    one: Served = Depends(reader),  # noqa: B008
+) -> dict[str, Any]:
+    """The JSON of ``Store.stat`` (``evstore stat --json``); 500 when ``verify`` finds damage."""
+    return one.store.stat(ref, verify=verify)
+
+
+_PUT_DOC = {
+    "summary": "Store raw bytes (201 new, 200 already stored)",
+    "responses": {
+        201: {"description": "Stored: the digest forms and new: true."},
+        200: {"description": "Already stored: new: false."},
+        **OBJECT_RESPONSES,
+    },
+    "openapi_extra": {
+        "requestBody": {
+            "required": True,
+            "content": {"application/octet-stream": {"schema": {"type": "string"}}},
+        }
+    },
+}
+
+
+class _Sink:
+    """A spooled temporary file that hashes what it is given (when an expected ref asks)."""
+
+    def __init__(self, hashing: bool) -> None:
+        self.file = tempfile.SpooledTemporaryFile(max_size=SPOOL_MAX)  # noqa: SIM115
+        self.hashing = hashing
+        self.b3 = blake3.blake3()
+        self.sha = hashlib.sha256()
+
+    def write(self, data: bytes) -> None:
+        self.file.write(data)
+        if self.hashing:
+            self.b3.update(data)
+            self.sha.update(data)
+
+
+async def put_object(
+    request: Request,
+    expect: str | None = Query(  # noqa: B008
+        None, description="A content ref the bytes must hash to; else 422, nothing stored."
+    ),
+    one: Served = Depends(ingester),  # noqa: B008
+) -> Response:
+    """Store the raw body; with ``expect``, only when the bytes hash to that ref."""
+    wanted = parse_ref(expect) if expect is not None else None
+    sink = _Sink(wanted is not None)
+    try:
+        buf = bytearray()
+        async for chunk in request.stream():
+            buf += chunk
+            if len(buf) >= 1 << 20:
+                await run_in_threadpool(sink.write, bytes(buf))
+                buf.clear()
+        await run_in_threadpool(sink.write, bytes(buf))
+        if wanted is not None:
+            got = sink.b3.hexdigest() if wanted.algorithm == "blake3" else sink.sha.hexdigest()
+            if got != wanted.hex:
+                raise error(
+                    "put.digest-mismatch",
+                    f"the body does not hash to {expect}; nothing was stored",
+                    expected=expect,
+                    got=f"{wanted.algorithm}:{got}",
+                )
+        sink.file.seek(0)
+        result = await run_in_threadpool(one.store.put, cast(BinaryIO, sink.file))
+    finally:
+        sink.file.close()
+    out = result.digest.forms()
+    out["new"] = result.new
+    return JSONResponse(out, status_code=201 if result.new else 200)
+
+
+router.add_api_route("/v1/objects", put_object, methods=["PUT"], **_PUT_DOC)  # type: ignore[arg-type]
+router.add_api_route(
+    "/v1/objects",
+    put_object,
+    methods=["POST"],
+    operation_id="post_object",
+    **_PUT_DOC,  # type: ignore[arg-type]
+)
+
+
+@router.post(
+    "/v1/missing",
+    summary="Which of these refs name no stored object (batch existence check)",
+    responses=OBJECT_RESPONSES,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["refs"],
+                        "properties": {"refs": {"type": "array", "items": {"type": "string"}}},
+                    }
+                }
+            },
+        }
+    },
+)
+async def missing(request: Request, one: Served = Depends(reader)) -> dict[str, Any]:  # noqa: B008
+    """``{"refs": [...]}`` -> ``{"missing": [...]}``: refs as given, verified as ``has``."""
+    body = await json_body(request)
+    refs = refs_list(body, one.limits.missing_refs)
+    return {"missing": await run_in_threadpool(one.store.has, refs)}

@@ -1,0 +1,119 @@
+"""Read queries: artifact metadata, referrers, closures, ``find`` and paged ``ls``.
+
+Each answers the JSON the CLI prints with ``--json`` for the same question (docs/http.md),
+so a remote client gives the same results as a local store.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query
+
+from .. import check_kind, describe_artifact, error, normalize_uuid
+from .app import Served
+from .auth import reader
+from .wire import OBJECT_RESPONSES
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+@router.get(
+    "/v1/artifacts/{ref}",
+    summary="An artifact's digests, kinds, warnings, edges and referrers",
+    responses=OBJECT_RESPONSES,
+)
+def artifact(ref: str, one: Served = Depends(reader)) -> dict[str, Any]:  # noqa: B008
+    """``describe_artifact``: 404 ``not-found.artifact`` for a blob of no kind."""
+    return describe_artifact(one.store, ref)
+
+
+@router.get(
+    "/v1/refs/{ref}",
+    summary="The stored artifacts that refer to an object (evstore refs --json)",
+    responses=OBJECT_RESPONSES,
+)
+def refs(
+    ref: str,
+    all: bool = Query(False, description="Referrers of referrers too (--all)."),  # noqa: A002, B008
+    one: Served = Depends(reader),  # noqa: B008
+) -> dict[str, Any]:
+    """``{"ref", "refs": [{"address", "kinds", "role", "refers_to", "depth"}]}``."""
+    return {"ref": ref, "refs": one.store.runs.refs(ref, transitive=all)}
+
+
+@router.get(
+    "/v1/closure/{ref}",
+    summary="Everything an object needs, each verified (evstore closure --json)",
+    responses=OBJECT_RESPONSES,
+)
+def closure(ref: str, one: Served = Depends(reader)) -> dict[str, Any]:  # noqa: B008
+    """``{"ok", "root", "objects", "items"}``; 200 with ``ok`` false lists damage."""
+    result: dict[str, Any] = one.store.runs.closure(ref).to_dict()
+    return result
+
+
+@router.get(
+    "/v1/find",
+    summary="Artifacts by a lookup attribute (evstore find --json)",
+    responses=OBJECT_RESPONSES,
+)
+def find(
+    name: str = Query(..., description="A lookup attribute (docs/kinds.md)."),  # noqa: B008
+    value: str = Query(..., description="Its value, compared whole."),  # noqa: B008
+    kind: str | None = Query(None, description="Only artifacts of this kind."),  # noqa: B008
+    one: Served = Depends(reader),  # noqa: B008
+) -> dict[str, Any]:
+    """``{"artifacts": [...]}`` with each one's warnings; 404 ``not-found.artifact`` if none."""
+    if kind is not None:
+        check_kind(kind)
+    if name == "package_id":
+        value = normalize_uuid(value)  # UUIDs compare case-insensitively
+    rows = []
+    for a in one.store.find(name, value, kind=kind):
+        d = a.to_dict()
+        w = one.store.warnings(a.address)
+        if w:
+            d["warnings"] = w
+        rows.append(d)
+    if not rows:
+        raise error("not-found.artifact", f"no artifact with {name} = {value!r}")
+    return {"artifacts": rows}
+
+
+@router.get(
+    "/v1/ls",
+    summary="Artifacts (or blobs) in key order, one page (evstore ls --limit --after)",
+    responses=OBJECT_RESPONSES,
+)
+def ls(
+    kind: str | None = Query(None, description="Only artifacts of this kind."),  # noqa: B008
+    limit: int = Query(1000, ge=1, description="At most this many items."),  # noqa: B008
+    after: str | None = Query(None, description="The `next` cursor of the last page."),  # noqa: B008
+    blobs: bool = Query(False, description="List blobs instead of artifacts."),  # noqa: B008
+    one: Served = Depends(reader),  # noqa: B008
+) -> dict[str, Any]:
+    """``{"items": [...], "next": CURSOR|null}``; a stable order, so pages never repeat."""
+    if limit > one.limits.page:
+        raise error("http.request", f"limit is at most {one.limits.page}", limit=one.limits.page)
+    if blobs and kind is not None:
+        raise error("http.request", "blobs=1 lists every blob: kind does not apply")
+    items: list[dict[str, Any]] = []
+    last: str | None = None
+    more = False
+    if blobs:
+        source: Any = one.store.iter_blobs(after=after, limit=limit + 1)
+    else:
+        source = (
+            dict(a.to_dict(), cursor=f"{a.address}/{a.kind}")
+            for a in one.store.iter_artifacts(kind, after=after, limit=limit + 1)
+        )
+    for n, item in enumerate(source):
+        if n >= limit:
+            more = True
+            break
+        last = str(item.pop("cursor", item["address"]))
+        items.append(item)
+    return {"items": items, "next": last if more else None}

@@ -1,0 +1,89 @@
+"""Shared request and response plumbing of the routes: JSON bodies, the problem responses.
+
+Bodies are read as bytes (within the limits the guard enforces) and parsed by evstore's
+strict JSON reader, so a duplicate key or a lone surrogate in a request is the same
+``json.*`` fault (400, with its pointer into the body) as in a file given to the CLI.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import Request
+from starlette.concurrency import run_in_threadpool
+
+from .. import error, loads
+
+__all__ = ["OBJECT_RESPONSES", "PROBLEM_SCHEMA", "json_body", "problem_responses", "refs_list"]
+
+#: The JSON Schema of a problem+json body (RFC 9457 members and evstore's).
+PROBLEM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["type", "title", "status", "detail", "code", "rule", "pointer", "errors"],
+    "properties": {
+        "type": {"type": "string"},
+        "title": {"type": "string"},
+        "status": {"type": "integer"},
+        "detail": {"type": "string"},
+        "code": {"type": "string"},
+        "rule": {"type": "string"},
+        "pointer": {"type": "string"},
+        "errors": {"type": "array", "items": {"type": "object"}},
+    },
+}
+
+_MEANING = {
+    400: "Malformed ref, parameter or body (http.request, ref.syntax, json.*, input.*).",
+    401: "No bearer token, or one this store does not know (WWW-Authenticate: Bearer).",
+    403: "The token's scope does not allow this.",
+    404: "No such object, artifact or route.",
+    405: "The route does not take this method.",
+    409: "A write-time binding conflict; nothing was written.",
+    413: "The body is over the limit (docs/http.md#limits).",
+    416: "The one Range asked is unsatisfiable (Content-Range: bytes */SIZE).",
+    422: "A contract rule or an expected digest failed; nothing was written.",
+    500: "Stored bytes are corrupt (corruption.*), or another server fault; no bytes.",
+    503: "Busy (store.busy, http.busy): retry after Retry-After seconds.",
+}
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries of problem+json answers with these statuses."""
+    return {
+        s: {
+            "description": _MEANING[s],
+            "content": {"application/problem+json": {"schema": PROBLEM_SCHEMA}},
+        }
+        for s in statuses
+    }
+
+
+#: The problem answers any authenticated route may give.
+OBJECT_RESPONSES = problem_responses(400, 401, 403, 404, 405, 409, 413, 416, 422, 500, 503)
+
+
+async def json_body(request: Request) -> Any:
+    """The request body parsed by evstore's strict reader (fraction tokens kept as floats).
+
+    Raises:
+        JSONFormError: ``json.*`` (400).
+    """
+    raw = await request.body()
+    return await run_in_threadpool(lambda: loads(raw, number_tokens=True))
+
+
+def refs_list(body: Any, limit: int) -> list[str]:
+    """The ``refs`` member of a ``missing`` body: a list of at most ``limit`` strings.
+
+    Raises:
+        InputError: ``http.request`` with a JSON Pointer to the fault.
+    """
+    if not isinstance(body, dict) or not isinstance(body.get("refs"), list):
+        raise error("http.request", 'the body is {"refs": [REF, ...]}', "/refs")
+    refs = body["refs"]
+    if len(refs) > limit:
+        raise error("http.request", f"at most {limit} refs in one request", "/refs", limit=limit)
+    for i, r in enumerate(refs):
+        if not isinstance(r, str):
+            raise error("http.request", "a ref is a string", f"/refs/{i}")
+    return list(refs)

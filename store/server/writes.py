@@ -1,0 +1,249 @@
+"""Writes: ``POST P/v1/ingest``, ``P/v1/validate`` (JSON) and ``P/v1/bundles`` (tar).
+
+The ingest body carries what the CLI's ``ingest`` takes (docs/http.md#ingest)::
+
+    {"documents": [{"name": str, "kind": str|null, "document": <JSON value>}],
+     "content": [<base64>], "sources": [<base64> | {"document_id", "fragment_id", "data"}],
+     "envelopes": [<JSON value>], "scope": {"host_id", "tenant_id",
+     "authorization_scope_id"}|null, "source_document": REF|null, "root": null}
+
+and answers what ``ingest --json`` / ``validate --json`` print; one request is one
+transaction, with the same verdicts, codes and pointers as the CLI.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import tempfile
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import JSONResponse, Response
+
+from .. import Document, EvstoreError, error, fragment_scope
+from .app import Served
+from .auth import ingester, reader
+from .bundles import receive_tar, unpack_bundle
+from .problems import problem
+from .wire import OBJECT_RESPONSES, json_body
+
+__all__ = ["INGEST_SCHEMA", "ingest_inputs", "router"]
+
+router = APIRouter()
+
+_B64 = {"type": "string", "contentEncoding": "base64"}
+
+#: The JSON Schema of an ingest or validate body (also in the OpenAPI document).
+INGEST_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "documents": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["document"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "kind": {"type": ["string", "null"]},
+                    "document": {},
+                },
+            },
+        },
+        "content": {"type": "array", "items": _B64},
+        "sources": {
+            "type": "array",
+            "items": {
+                "oneOf": [
+                    _B64,
+                    {
+                        "type": "object",
+                        "required": ["document_id", "fragment_id", "data"],
+                        "properties": {
+                            "document_id": {"type": "string"},
+                            "fragment_id": {"type": "string"},
+                            "data": _B64,
+                        },
+                    },
+                ]
+            },
+        },
+        "envelopes": {"type": "array"},
+        "scope": {"type": ["object", "null"]},
+        "source_document": {"type": ["string", "null"]},
+        "root": {"type": "null"},
+    },
+}
+
+_KEYS = set(INGEST_SCHEMA["properties"])
+
+
+def _bad(message: str, pointer: str) -> EvstoreError:
+    return error("http.request", message, pointer)
+
+
+def _list(body: dict[str, Any], key: str) -> list[Any]:
+    value = body.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _bad(f"{key} is a list", f"/{key}")
+    return value
+
+
+def _b64(value: Any, pointer: str) -> bytes:
+    if not isinstance(value, str):
+        raise _bad("bytes are a base64 string", pointer)
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise _bad("not valid base64", pointer) from None
+
+
+def _text(value: Any, pointer: str) -> str:
+    if not isinstance(value, str):
+        raise _bad("a string is needed here", pointer)
+    return value
+
+
+def _json_bytes(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def ingest_inputs(body: Any) -> tuple[list[Document], dict[str, Any], list[bytes]]:
+    """An ingest body as ``(documents, options, supplied bytes)`` for ``Store.ingest``.
+
+    Raises:
+        InputError: ``http.request`` (a malformed member; its pointer), ``http.unsupported``
+            (``root``: roots and leases are not served yet), ``fragment.scope-incomplete``.
+    """
+    if not isinstance(body, dict):
+        raise _bad("the body is a JSON object", "")
+    for key in body:
+        if key not in _KEYS:
+            raise _bad(f"unknown member {key!r}", "/" + key.replace("~", "~0").replace("/", "~1"))
+    if body.get("root") is not None:
+        raise error("http.unsupported", "roots are not served yet; send root: null", "/root")
+    docs: list[Document] = []
+    for i, item in enumerate(_list(body, "documents")):
+        at = f"/documents/{i}"
+        if not isinstance(item, dict) or "document" not in item:
+            raise _bad('a document is {"name", "kind", "document"}', at)
+        name = item.get("name", f"documents/{i}")
+        kind = item.get("kind")
+        docs.append(
+            Document(
+                _json_bytes(item["document"]),
+                name=_text(name, at + "/name"),
+                kind=None if kind is None else _text(kind, at + "/kind"),
+            )
+        )
+    for i, env in enumerate(_list(body, "envelopes")):
+        docs.append(Document(_json_bytes(env), name=f"envelopes/{i}", kind="envelope"))
+    supplied = [_b64(c, f"/content/{i}") for i, c in enumerate(_list(body, "content"))]
+    options: dict[str, Any] = {}
+    triples = []
+    for i, src in enumerate(_list(body, "sources")):
+        at = f"/sources/{i}"
+        if isinstance(src, dict):
+            data = _b64(src.get("data"), at + "/data")
+            triples.append(
+                (
+                    _text(src.get("document_id"), at + "/document_id"),
+                    _text(src.get("fragment_id"), at + "/fragment_id"),
+                    data,
+                )
+            )
+        supplied.append(data if isinstance(src, dict) else _b64(src, at))
+    if triples:
+        options["sources"] = triples
+    scope = body.get("scope")
+    if scope is not None:
+        if not isinstance(scope, dict):
+            raise _bad("scope is an object", "/scope")
+        parts = [scope.get(k) for k in ("host_id", "tenant_id", "authorization_scope_id")]
+        made = fragment_scope(*parts)
+        if made is not None:
+            options["scope"] = made
+    if body.get("source_document") is not None:
+        options["source_document"] = _text(body["source_document"], "/source_document")
+    return docs, options, supplied
+
+
+_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": INGEST_SCHEMA}},
+    }
+}
+
+
+@router.post(
+    "/v1/ingest",
+    summary="Validate and store documents in one transaction (evstore ingest --json)",
+    responses=OBJECT_RESPONSES,
+    openapi_extra=_BODY,
+)
+async def ingest(request: Request, one: Served = Depends(ingester)) -> dict[str, Any]:  # noqa: B008
+    """The ingest report; the first fault as a problem (nothing written)."""
+    docs, options, supplied = ingest_inputs(await json_body(request))
+    report = await run_in_threadpool(
+        lambda: one.store.ingest(docs, options=options, supplied=supplied)
+    )
+    out: dict[str, Any] = report.to_dict()
+    return out
+
+
+@router.post(
+    "/v1/validate",
+    summary="Run every check of ingest, write nothing (evstore validate --json)",
+    responses=OBJECT_RESPONSES,
+    openapi_extra=_BODY,
+)
+async def validate(request: Request, one: Served = Depends(reader)) -> Response:  # noqa: B008
+    """The validate report (200 when valid); faults as one 422 problem listing them all."""
+    docs, options, supplied = ingest_inputs(await json_body(request))
+    report = await run_in_threadpool(
+        lambda: one.store.validate(docs, options=options, supplied=supplied)
+    )
+    out = report.to_dict()
+    out["bindings_checked"] = True
+    if report.ok:
+        return JSONResponse(out)
+    return problem(report.faults[0], 422, errors=report.faults, report=out)
+
+
+@router.post(
+    "/v1/bundles",
+    summary="Store a run bundle sent as a tar archive (evstore ingest-bundle --json)",
+    responses=OBJECT_RESPONSES,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/x-tar": {"schema": {"type": "string", "format": "binary"}}},
+        }
+    },
+)
+async def bundles(
+    request: Request,
+    source_document: str | None = Query(  # noqa: B008
+        None, description="Check the evidence context against this stored source document."
+    ),
+    one: Served = Depends(ingester),  # noqa: B008
+) -> dict[str, Any]:
+    """The run report; an archive with '..', absolute paths or links is refused (422)."""
+    spool = await receive_tar(request)
+    try:
+        with tempfile.TemporaryDirectory(prefix="evstore-bundle-") as tmp:
+
+            def work() -> dict[str, Any]:
+                directory = unpack_bundle(spool, tmp, one.limits.bundle_bytes)
+                report = one.store.runs.ingest_bundle(directory, source_document=source_document)
+                out: dict[str, Any] = report.to_dict()
+                return out
+
+            return await run_in_threadpool(work)
+    finally:
+        spool.close()
