@@ -314,4 +314,3 @@ def _without_javascript(browser, base: str, token: str, ids: dict) -> None:
         assert page.locator("details[open]").count() >= 1
     finally:
         ctx.close()
-

@@ -11,6 +11,7 @@ import hashlib
 import html
 import json
 import re
+import warnings
 from html.parser import HTMLParser
 
 import pytest
@@ -417,3 +418,34 @@ def test_static_files_and_errors(store):
     assert r.headers["content-type"] == "application/octet-stream"
     r = c.get(f"/ui/fragment/{put.digest.address}")
     assert r.status_code == 400 and "is not stored as a fragment" in r.text
+
+
+def test_the_server_serves_the_pages_with_its_tokens(store_url):
+    # The pages inside evstore.create_app: a named store's prefix, its own tokens.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+
+    with evstore.open(store_url) as s:
+        ids = ingest_examples(s)
+        token = evstore.create_token(s, "read")["token"]
+    app = evstore.create_app({"acme": store_url})
+    with TestClient(app) as c:
+        r = c.get("/acme/ui/")
+        assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer")
+        assert c.get("/acme/ui/", headers={"Authorization": "Bearer evst_x_y"}).status_code == 401
+        r = c.post(
+            "/acme/ui/signin",
+            data={"token": token, "next": f"/acme/ui/run/{ids['run']}"},
+            headers={"Sec-Fetch-Site": "same-origin"},
+            follow_redirects=False,
+        )
+        assert r.status_code == 303 and r.headers["location"] == f"/acme/ui/run/{ids['run']}"
+        assert "Path=/acme/ui" in r.headers["set-cookie"]
+        r = c.get(f"/acme/ui/run/{ids['run']}")
+        assert r.status_code == 200 and 'href="/acme/ui/static/pages.css"' in r.text
+        assert c.get("/acme/ui/static/pages.css").status_code == 200
+    public = evstore.create_app({None: store_url}, public_read=True)
+    with TestClient(public) as c:
+        r = c.get(f"/ui/fragment/{ids['fragment']}")
+        assert r.status_code == 200 and '<mark id="hl"' in r.text
