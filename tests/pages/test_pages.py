@@ -449,3 +449,33 @@ def test_the_server_serves_the_pages_with_its_tokens(store_url):
     with TestClient(public) as c:
         r = c.get(f"/ui/fragment/{ids['fragment']}")
         assert r.status_code == 200 and '<mark id="hl"' in r.text
+
+
+def test_json_subtrees_blob_bytes_and_kind_lists_are_paged(store):
+    ids = ingest_examples(store)
+    c = client(store)
+    doc = big_package(250)
+    address = store.ingest(json.dumps(doc).encode()).results[0].digest.address
+    r = c.get(f"/ui/artifact/{address}/json", params={"at": "/items", "offset": 100})
+    assert r.status_code == 200
+    assert ">100</span>: " in r.text and ">199</span>: " in r.text and ">200</span>: " not in r.text
+    assert "previous 100 items" in r.text and "next items from 200 of 250" in r.text
+    # RFC 6901 escapes: a member name with "/" (the manifest's content/ref).
+    r = c.get(f"/ui/artifact/{ids['manifest']}/json", params={"at": "/content~1ref"})
+    assert r.status_code == 200 and "object-store:sha256:" in r.text
+    for bad in ("/nope", "items", "/items/x"):
+        r = c.get(f"/ui/artifact/{ids['manifest']}/json", params={"at": bad})
+        assert r.status_code == 400 and "<h1>input.invalid</h1>" in r.text
+    # A blob that is not UTF-8 is shown as a hex dump.
+    put = store.put(bytes(range(256)) * 40)
+    r = c.get(f"/ui/blob/{put.digest.address}")
+    assert r.status_code == 200 and "00000000  00 01 02 03" in r.text
+    # 150 more JSON artifacts: the kind list pages by cursor, 100 a page, nothing repeated.
+    store.ingest(iter([json.dumps({"n": i}).encode() for i in range(150)]))
+    first = c.get("/ui/kind/json")
+    nxt = re.search(r'<a rel="next" href="([^"]+)">', first.text)
+    assert first.text.count("<tr><td>") == 100 and nxt
+    second = c.get(html.unescape(nxt.group(1)))
+    assert second.text.count("<tr><td>") == 51 and 'rel="next"' not in second.text
+    seen = re.findall(r'<tr><td><a href="[^"]+">(blake3:[0-9a-f]+)</a>', first.text + second.text)
+    assert len(seen) == len(set(seen)) == 151
