@@ -24,8 +24,8 @@ from jinja2 import Environment, FunctionLoader, StrictUndefined, select_autoesca
 
 from .. import EvstoreError, error
 from . import contract_views as cv
-from . import views
-from .render import ev_text, is_ref, object_url, query
+from . import keeping, views
+from .render import ev_text, is_ref, query
 
 __all__ = ["COOKIE", "CSP", "create_router"]
 
@@ -171,9 +171,9 @@ def create_router(
             ever accepted.
         public_read: serve the pages without a token (``evstore serve --public-read``), or
             ``public_read(request)`` deciding per request.
-        extras: ``extras(store) -> dict`` of what the home page shows beside the counts
-            (``roots``, ``checkpoint``, ``audit``), from retention and the log where the
-            store keeps them; missing keys are shown as "not kept by this store".
+        extras: ``extras(store) -> dict`` overriding what the home page shows beside the
+            counts (``roots``, ``audit``, ``log``; by default read from ``store.retention``
+            and ``store.log`` where this evstore has them, evstore.pages.keeping).
 
     Returns:
         The router; include it under the store's prefix P to serve ``P/ui/...``.
@@ -186,6 +186,7 @@ def create_router(
     _auth_routes(router, pages)
     _page_routes(router, pages)
     _contract_routes(router, pages)
+    _keeping_routes(router, pages)
     for route in router.routes:
         pages.paths.setdefault(getattr(route, "endpoint", None), []).append(route.path)  # type: ignore[attr-defined]
     return router
@@ -260,7 +261,9 @@ def _page_routes(router: APIRouter, pages: _Pages) -> None:
     def home(request: Request) -> Response:
         def work() -> Response:
             store = pages.store_of(request)
-            extras = pages.extras(store) if pages.extras else {}
+            extras = keeping.home_extras(store)
+            if pages.extras:
+                extras.update(pages.extras(store))
             return pages.render(request, "home.html", **views.home_view(store, extras))
 
         return _guard(pages, request, work)
@@ -308,7 +311,9 @@ def _page_routes(router: APIRouter, pages: _Pages) -> None:
     @router.get("/ui/artifact/{ref}")
     def artifact(request: Request, ref: str) -> Response:
         def work() -> Response:
-            ctx = views.artifact_view(pages.store_of(request), pages.base(request), ref)
+            store = pages.store_of(request)
+            ctx = views.artifact_view(store, pages.base(request), ref)
+            ctx["keeps_retention"] = keeping.keeps(store, "retention")
             return pages.render(request, "artifact.html", **ctx)
 
         return _guard(pages, request, work)
@@ -403,6 +408,37 @@ def _ranges(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def object_link(base: str, ref: str) -> str:
-    """The URL that shows ``ref`` (redirects to the page of its kind)."""
-    return object_url(base, ref)
+def _keeping_routes(router: APIRouter, pages: _Pages) -> None:
+    @router.get("/ui/roots")
+    def roots(request: Request) -> Response:
+        def work() -> Response:
+            ctx = keeping.roots_view(pages.store_of(request), pages.base(request))
+            return pages.render(request, "roots.html", **ctx)
+
+        return _guard(pages, request, work)
+
+    @router.get("/ui/roots/{name}")
+    def root(request: Request, name: str, offset: int = 0) -> Response:
+        def work() -> Response:
+            store, base = pages.store_of(request), pages.base(request)
+            ctx = keeping.root_view(store, base, name, max(0, offset))
+            return pages.render(request, "root.html", **ctx)
+
+        return _guard(pages, request, work)
+
+    @router.get("/ui/audits")
+    def audits(request: Request) -> Response:
+        def work() -> Response:
+            ctx = keeping.audits_view(pages.store_of(request))
+            return pages.render(request, "audits.html", **ctx)
+
+        return _guard(pages, request, work)
+
+    @router.get("/ui/audits/{run_id}")
+    def audit(request: Request, run_id: int) -> Response:
+        def work() -> Response:
+            store, base = pages.store_of(request), pages.base(request)
+            ctx = keeping.audit_view(store, base, run_id)
+            return pages.render(request, "audit.html", **ctx)
+
+        return _guard(pages, request, work)

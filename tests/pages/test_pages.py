@@ -479,3 +479,34 @@ def test_json_subtrees_blob_bytes_and_kind_lists_are_paged(store):
     assert second.text.count("<tr><td>") == 51 and 'rel="next"' not in second.text
     seen = re.findall(r'<tr><td><a href="[^"]+">(blake3:[0-9a-f]+)</a>', first.text + second.text)
     assert len(seen) == len(set(seen)) == 151
+
+
+def test_roots_audits_and_log_are_shown_where_the_store_keeps_them(store):
+    ids = ingest_examples(store)
+    c = client(store)
+    home = c.get("/ui/").text
+    if not hasattr(type(store), "retention"):
+        assert "This store keeps no retention roots yet" in home
+        assert "This store keeps no audit records yet" in home
+        for url in ("/ui/roots", "/ui/roots/default", "/ui/audits", "/ui/audits/1"):
+            r = c.get(url)
+            assert r.status_code == 404 and "this store keeps no retention yet" in r.text
+    else:
+        store.retention.retain([ids["run"], ids["package"]], "review-42")
+        run = store.retention.audit(["review-42"])
+        home = c.get("/ui/").text
+        assert 'href="/ui/roots/review-42"' in home and f'href="/ui/audits/{run.id}"' in home
+        r = c.get("/ui/roots/review-42")
+        assert r.status_code == 200 and f'href="/ui/run/{ids["run"]}"' in r.text
+        closure = store.runs.closure(ids["run"])
+        assert f"<td>{len(closure.items)}</td>" in r.text
+        r = c.get(f"/ui/audits/{run.id}")
+        assert r.status_code == 200 and run.verdict in r.text
+        assert c.get("/ui/roots").status_code == 200
+        assert c.get("/ui/audits").status_code == 200
+        assert c.get("/ui/audits/999999").status_code == 404
+    if not hasattr(type(store), "log"):
+        assert "This store keeps no log yet" in home
+    else:
+        status = store.log.status()
+        assert f"{status['size']:,} entries" in home
