@@ -126,9 +126,11 @@ class _Pages:
             return True
         return self.valid(request, self.token(request) or "")
 
-    def render(self, request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+    def render(
+        self, request: Request, template: str, status: int = 200, **ctx: Any
+    ) -> HTMLResponse:
         base = self.base(request)
-        html = self.env.get_template(name).render(
+        html = self.env.get_template(template).render(
             base=base,
             signed_in=self.token(request) is not None and not self.public_read(request),
             path=request.url.path,

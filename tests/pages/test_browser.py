@@ -184,6 +184,13 @@ def test_every_page_in_chromium(served, backend, tmp_path):
     }
     if "shared_batch" in ids:
         pages["shared-fragment-batch"] = f"/ui/artifact/{ids['shared_batch']}"
+    if hasattr(type(store), "retention"):  # retention and audit (issue 12) in this evstore
+        store.retention.retain([ids["run"], ids["package"], ids["manifest"]], "review-42")
+        run = store.retention.audit(["review-42"])
+        pages["roots"] = "/ui/roots"
+        pages["root"] = "/ui/roots/review-42"
+        pages["audits"] = "/ui/audits"
+        pages["audit"] = f"/ui/audits/{run.id}"
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
