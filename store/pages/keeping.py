@@ -74,11 +74,41 @@ def _need(store: Any, namespace: str) -> None:
         )
 
 
+def _closure_size(store: Any, addresses: list[str]) -> tuple[int, int, bool]:
+    """Objects and bytes in the union of the closures of ``addresses``, each object read and
+    verified (``store.runs.closure``); and whether all of them are present and intact.
+    """  # noqa: D205
+    seen: set[str] = set()
+    size, ok = 0, True
+    for address in addresses:
+        try:
+            closure = store.runs.closure(address)
+        except EvstoreError:
+            ok = False
+            continue
+        ok = ok and closure.ok
+        for item in closure.items:
+            if item["address"] not in seen:
+                seen.add(item["address"])
+                size += int(item.get("size") or 0)
+    return len(seen), size, ok
+
+
 def roots_view(store: Any, base: str) -> dict[str, Any]:
-    """Every root: entries, held, until, and the last audit verdict that covered it."""
+    """Every root: entries, held, until, the last audit verdict that covered it, and the size
+    of its closure (objects, bytes) for a root of at most :data:`ROOT_PAGE` entries (a larger
+    root's page sums its closure a page at a time).
+    """  # noqa: D205
     _need(store, "retention")
     last = _last_verdicts(store.retention.audits(_AUDITS_SCANNED))
-    rows = [{**r, "last": last.get(r["root"])} for r in store.retention.roots()]
+    rows = []
+    for r in store.retention.roots():
+        row = {**r, "last": last.get(r["root"]), "closure": None}
+        if r["entries"] <= ROOT_PAGE:
+            entries = [e["address"] for e in store.retention.entries(r["root"])]
+            objects, size, ok = _closure_size(store, entries)
+            row["closure"] = {"objects": objects, "bytes": size, "ok": ok}
+        rows.append(row)
     return {"roots": rows}
 
 
@@ -90,7 +120,6 @@ def root_view(store: Any, base: str, name: str, offset: int) -> dict[str, Any]:
     entries = store.retention.entries(name)
     page = entries[offset : offset + ROOT_PAGE]
     rows = []
-    total_objects, total_bytes = set(), 0
     for e in page:
         try:
             info = summary(store, e["address"])
@@ -98,10 +127,6 @@ def root_view(store: Any, base: str, name: str, offset: int) -> dict[str, Any]:
         except EvstoreError as exc:  # a missing root entry: shown, never raised
             rows.append({"entry": e, "url": None, "error": exc.to_dict()})
             continue
-        for item in closure.items:
-            if item["address"] not in total_objects:
-                total_objects.add(item["address"])
-                total_bytes += int(item.get("size") or 0)
         rows.append(
             {
                 "entry": e,
@@ -112,13 +137,14 @@ def root_view(store: Any, base: str, name: str, offset: int) -> dict[str, Any]:
             }
         )
     last = _last_verdicts(store.retention.audits(_AUDITS_SCANNED)).get(name)
+    objects, size, _ = _closure_size(store, [e["address"] for e in page])
     return {
         "name": name,
         "rows": rows,
         "total": len(entries),
         "offset": offset,
-        "objects": len(total_objects),
-        "bytes": total_bytes,
+        "objects": objects,
+        "bytes": size,
         "last": last,
         "prev": max(0, offset - ROOT_PAGE) if offset else None,
         "next": offset + ROOT_PAGE if offset + ROOT_PAGE < len(entries) else None,

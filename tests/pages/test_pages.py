@@ -502,7 +502,11 @@ def test_roots_audits_and_log_are_shown_where_the_store_keeps_them(store):
         assert f"<td>{len(closure.items)}</td>" in r.text
         r = c.get(f"/ui/audits/{run.id}")
         assert r.status_code == 200 and run.verdict in r.text
-        assert c.get("/ui/roots").status_code == 200
+        r = c.get("/ui/roots")
+        objects = {
+            i["address"] for a in (ids["run"], ids["package"]) for i in store.runs.closure(a).items
+        }
+        assert r.status_code == 200 and f"{len(objects):,} objects" in r.text
         assert c.get("/ui/audits").status_code == 200
         assert c.get("/ui/audits/999999").status_code == 404
     if not hasattr(type(store), "log"):
