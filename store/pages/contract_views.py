@@ -52,12 +52,13 @@ def fragment_view(store: Any, base: str, ref: str, offset: int | None) -> dict[s
     if sources:
         data = store.get(sources[0]["dst"])  # verified
         quote = data[start:end]
+        sha = hashlib.sha256(data).hexdigest()
         source = {
             "address": sources[0]["dst"],
             "size": len(data),
-            "sha256": hashlib.sha256(data).hexdigest(),
+            "sha256": sha,
             "quote_ok": hashlib.sha256(quote).hexdigest() == frag["quote_sha256"],
-            "content_ok": frag.get("content_sha256") in (None, hashlib.sha256(data).hexdigest()),
+            "content_ok": frag.get("content_sha256") in (None, sha),
         }
         if offset is None:
             source["window"] = highlight_window(data, start, end)
