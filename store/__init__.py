@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .artifacts import ArtifactInfo, ArtifactResult, Document, IngestReport
     from .blobs import PutResult
     from .canonical import dumps, loads
-    from .describe import describe_artifact
+    from .describe import describe_artifact, object_head
     from .digests import Digest, digest_bytes
     from .errors import (
         BindingConflict,
@@ -92,6 +92,7 @@ _SOURCES: dict[str, str] = {
     "manifest_address": "manifest_rules",
     "migrate": "api",
     "normalize_uuid": "package_rules",
+    "object_head": "describe",
     "open": "api",
     "package_context_size": "package_context:context_size",
     "parse_ref": "refs",
@@ -139,6 +140,7 @@ __all__ = [
     "manifest_address",
     "migrate",
     "normalize_uuid",
+    "object_head",
     "open",
     "package_context_size",
     "parse_ref",

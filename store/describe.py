@@ -13,12 +13,14 @@ import sqlalchemy as sa
 from .artifacts import artifact_kinds, iso_utc, warnings_of
 from .errors import error
 from .lineage import referrers, resolve
+from .rawread import FALLBACK, point_row
+from .refs import parse_ref
 from .tables import edges
 
 if TYPE_CHECKING:
     from .api import Store
 
-__all__ = ["describe_artifact"]
+__all__ = ["describe_artifact", "object_head"]
 
 
 def describe_artifact(store: Store, ref: str) -> dict[str, Any]:
@@ -66,3 +68,40 @@ def describe_artifact(store: Store, ref: str) -> dict[str, Any]:
                 for kind in r["kinds"]
             ],
         }
+
+
+def object_head(store: Store, ref: str) -> dict[str, Any]:
+    """The facts an HTTP answer about an object needs, without reading its bytes.
+
+    Returns ``{"address", "sha256", "size", "artifact"}`` (size in bytes; ``artifact``: the
+    bytes are stored as at least one kind).
+
+    A ``blake3:`` ref is answered by one statement without a transaction (the server's hot
+    path); other forms, and any database error, go through :meth:`Store.stat`. Nothing here
+    reads or verifies the bytes.
+
+    Raises:
+        RefSyntaxError: ``ref.syntax``. NotFound: ``not-found.blob``.
+    """
+    parsed = parse_ref(ref)
+    if parsed.algorithm == "blake3":
+        row = point_row(
+            store.db,
+            "SELECT b.sha256, b.size, EXISTS (SELECT 1 FROM artifacts a"
+            " WHERE a.address = b.address) FROM blobs b WHERE b.address = ?",
+            (parsed.hex,),
+        )
+        if row is not None and row is not FALLBACK:
+            return {
+                "address": "blake3:" + parsed.hex,
+                "sha256": "sha256:" + str(row[0]),
+                "size": int(row[1]),
+                "artifact": bool(row[2]),
+            }
+    stat = store.stat(ref)
+    return {
+        "address": stat["address"],
+        "sha256": stat["sha256"],
+        "size": stat["size"],
+        "artifact": bool(stat["artifacts"]),
+    }

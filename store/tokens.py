@@ -22,6 +22,7 @@ import sqlalchemy as sa
 
 from .artifacts import iso_utc
 from .errors import error
+from .rawread import FALLBACK, point_row
 from .tables import tokens
 
 if TYPE_CHECKING:
@@ -156,16 +157,23 @@ def revoke_token(store: Store, token_id: str) -> dict[str, Any]:
 def token_scope(store: Store, token: str) -> str | None:
     """The scope of a live token of ``store``, or None (unknown, malformed or revoked).
 
-    One indexed lookup by the token's SHA-256; the token text is never compared directly.
+    One indexed lookup by the token's SHA-256 (one statement, no transaction: it runs on
+    every request); the token text is never compared directly.
     """
     if not _TOKEN.fullmatch(token):
         return None
-    with store.db.read() as conn:
-        row = conn.execute(
-            sa.select(tokens.c.scope, tokens.c.revoked_at).where(
-                tokens.c.secret_sha256 == _hash(token)
-            )
-        ).one_or_none()
-    if row is None or row.revoked_at is not None or row.scope not in SCOPES:
+    digest = _hash(token)
+    row = point_row(
+        store.db, "SELECT scope, revoked_at FROM tokens WHERE secret_sha256 = ?", (digest,)
+    )
+    if row is FALLBACK:  # the general path, inside the error boundary
+        with store.db.read() as conn:
+            found = conn.execute(
+                sa.select(tokens.c.scope, tokens.c.revoked_at).where(
+                    tokens.c.secret_sha256 == digest
+                )
+            ).one_or_none()
+        row = None if found is None else tuple(found)
+    if row is None or row[1] is not None or row[0] not in SCOPES:
         return None
-    return str(row.scope)
+    return str(row[0])

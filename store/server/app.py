@@ -108,6 +108,7 @@ def _store_app(one: Served) -> FastAPI:
         docs_url=None,
         redoc_url=None,
         openapi_url="/openapi.json",
+        redirect_slashes=False,
     )
     app.state.served = one
     for name in ROUTER_MODULES:

@@ -27,7 +27,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from .. import CorruptionError, Store, error, parse_ref
+from .. import CorruptionError, Store, error, object_head, parse_ref
 from .app import Served
 from .auth import ingester, reader
 from .limits import TransferAborted
@@ -99,7 +99,7 @@ def object_headers(stat: dict[str, Any]) -> dict[str, str]:
         "Cache-Control": IMMUTABLE,
         "Repr-Digest": f"sha-256=:{base64.b64encode(sha).decode('ascii')}:",
         "Accept-Ranges": "bytes",
-        "Content-Type": "application/json" if stat["artifacts"] else "application/octet-stream",
+        "Content-Type": "application/json" if stat["artifact"] else "application/octet-stream",
     }
 
 
@@ -109,7 +109,7 @@ def get_object(
     one: Served = Depends(reader),  # noqa: B008
 ) -> Response:
     """Exact bytes, verified on read; ETag, Repr-Digest, 304, single Range (206/416)."""
-    stat = one.store.stat(ref)
+    stat = object_head(one.store, ref)
     size = int(stat["size"])
     headers = object_headers(stat)
     etag = headers["ETag"]

@@ -1,0 +1,357 @@
+"""Benchmarks of the HTTP server (issue 11): three parts, each a ratio against a ceiling
+measured in the same run on the same machine.
+
+    python bench/server.py                 # all three parts, about 2-3 minutes
+    python bench/server.py --only a        # one part
+    python bench/server.py --quick         # short runs (debugging the script)
+
+(a) GET of a 1 KiB object on SQLite with a read token, 32 connections, keep-alive (wrk):
+    requests/s and p50/p99 against the same stack checking a token in a dict and returning
+    the same bytes from memory (bench/server_ceiling.py). Targets: >= 0.6x, p99 <= 2x.
+(b) GET of a 256 MiB object: MB/s against the same stack serving the bytes from a file
+    (FileResponse), and the server's peak RSS above idle. Targets: >= 0.5x, <= 64 MiB.
+(c) ingest of 5 KB JSON documents over HTTP, one per request, 8 connections (a bounded
+    Python load generator, httpx, keep-alive) against in-process ``Store.ingest`` of one
+    document per call from 8 threads. Target: >= 0.4x.
+
+Every server runs on 127.0.0.1 on a free port, one worker, no access log, and is stopped by
+SIGTERM. wrk comes from Debian (``apt-get install wrk``); without it part (a) uses the
+Python load generator (noted in the result).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+import evstore
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import fresh_store, machine_info, percentile, write_result  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+EVSTORE = str(Path(sys.executable).with_name("evstore"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "server exited"
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("server did not start")
+
+
+class Proc:
+    def __init__(self, argv: list[str], port: int, env: dict[str, str] | None = None):
+        self.proc = subprocess.Popen(
+            argv,
+            env={**os.environ, **(env or {})},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        self.port = port
+        wait_port(port, self.proc)
+
+    def rss(self, field: str = "VmRSS") -> int:
+        text = Path(f"/proc/{self.proc.pid}/status").read_text()
+        return int(re.search(rf"{field}:\s+(\d+) kB", text).group(1)) * 1024
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def evstore_server(url: str, port: int) -> Proc:
+    return Proc(
+        [EVSTORE, "--store", url, "-q", "serve", "--port", str(port), "--no-access-log"], port
+    )
+
+
+def ceiling_server(port: int, env: dict[str, str]) -> Proc:
+    argv = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "server_ceiling:app",
+        "--app-dir",
+        str(HERE),
+        "--port",
+        str(port),
+        "--no-access-log",
+        "--log-level",
+        "warning",
+    ]
+    return Proc(argv, port, env)
+
+
+def _ms(text: str) -> float:
+    m = re.fullmatch(r"([\d.]+)(us|ms|s)", text)
+    value, unit = float(m.group(1)), m.group(2)
+    return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
+
+
+def wrk(url: str, token: str, seconds: int, connections: int) -> dict[str, float]:
+    out = subprocess.run(
+        [
+            "wrk",
+            "-t2",
+            f"-c{connections}",
+            f"-d{seconds}s",
+            "--latency",
+            "-H",
+            f"Authorization: Bearer {token}",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=seconds + 60,
+        check=True,
+    ).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    p50 = _ms(re.search(r"50%\s+(\S+)", out).group(1))
+    p99 = _ms(re.search(r"99%\s+(\S+)", out).group(1))
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    errors = re.search(r"Socket errors: (.*)", out)
+    return {
+        "rps": rps,
+        "p50_ms": p50,
+        "p99_ms": p99,
+        "non_2xx": int(non2xx.group(1)) if non2xx else 0,
+        "socket_errors": errors.group(1) if errors else "",
+    }
+
+
+def pyload(url: str, token: str, seconds: float, connections: int) -> dict[str, float]:
+    """A bounded Python load generator: ``connections`` threads, keep-alive, for ``seconds``."""
+    lat: list[float] = []
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds
+
+    def run() -> None:
+        mine = []
+        with httpx.Client(headers={"Authorization": f"Bearer {token}"}) as c:
+            for _ in range(1_000_000):
+                if time.monotonic() > deadline:
+                    break
+                t = time.perf_counter()
+                c.get(url).raise_for_status()
+                mine.append(time.perf_counter() - t)
+        with lock:
+            lat.extend(mine)
+
+    threads = [threading.Thread(target=run) for _ in range(connections)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return {
+        "rps": len(lat) / seconds,
+        "p50_ms": percentile(lat, 50) * 1000,
+        "p99_ms": percentile(lat, 99) * 1000,
+    }
+
+
+def part_a(quick: bool) -> dict:
+    seconds = 3 if quick else 10
+    load = wrk if shutil.which("wrk") else pyload
+    with fresh_store("sqlite", "srv-a") as fs:
+        with evstore.open(fs.url) as store:
+            address = store.put(os.urandom(1024)).digest.address
+            token = evstore.create_token(store, "read")["token"]
+        port = free_port()
+        srv = evstore_server(fs.url, port)
+        try:
+            ours = load(f"http://127.0.0.1:{port}/v1/objects/{address}", token, seconds, 32)
+        finally:
+            srv.stop()
+    port = free_port()
+    ceil = ceiling_server(port, {"EVBENCH_TOKEN": token, "EVBENCH_SIZE": "1024"})
+    try:
+        raw = load(f"http://127.0.0.1:{port}/v1/objects/{address}", token, seconds, 32)
+    finally:
+        ceil.stop()
+    return {
+        "load_generator": load.__name__,
+        "ours": ours,
+        "ceiling": raw,
+        "throughput_ratio": ours["rps"] / raw["rps"],
+        "p99_ratio": ours["p99_ms"] / raw["p99_ms"],
+        "targets": {"throughput_ratio": ">= 0.6", "p99_ratio": "<= 2"},
+    }
+
+
+def _download(url: str, token: str, proc: Proc) -> tuple[float, int]:
+    """Seconds to download ``url`` (curl, to /dev/null) and the server's peak RSS meanwhile."""
+    peak = [proc.rss()]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            try:
+                peak[0] = max(peak[0], proc.rss())
+            except (OSError, AttributeError):
+                return
+            time.sleep(0.01)
+
+    t = threading.Thread(target=sample)
+    t.start()
+    started = time.perf_counter()
+    subprocess.run(
+        ["curl", "-sf", "-o", "/dev/null", "-H", f"Authorization: Bearer {token}", url],
+        check=True,
+        timeout=600,
+    )
+    elapsed = time.perf_counter() - started
+    done.set()
+    t.join()
+    return elapsed, peak[0]
+
+
+def part_b(quick: bool) -> dict:
+    size = (32 if quick else 256) << 20
+    repeats = 1 if quick else 3
+    with tempfile.TemporaryDirectory(prefix="evbench-srv-b-") as tmp:
+        blob = Path(tmp) / "blob.bin"
+        with blob.open("wb") as fh:
+            for _ in range(size >> 20):
+                fh.write(os.urandom(1 << 20))
+        with fresh_store("sqlite", "srv-b") as fs:
+            with evstore.open(fs.url) as store, blob.open("rb") as fh:
+                address = store.put(fh).digest.address
+                token = evstore.create_token(store, "read")["token"]
+            port = free_port()
+            srv = evstore_server(fs.url, port)
+            try:
+                idle = srv.rss()
+                runs = [
+                    _download(f"http://127.0.0.1:{port}/v1/objects/{address}", token, srv)
+                    for _ in range(repeats)
+                ]
+            finally:
+                srv.stop()
+        port = free_port()
+        ceil = ceiling_server(port, {"EVBENCH_TOKEN": token, "EVBENCH_FILE": str(blob)})
+        try:
+            raw = [
+                _download(f"http://127.0.0.1:{port}/v1/objects/x", token, ceil)
+                for _ in range(repeats)
+            ]
+        finally:
+            ceil.stop()
+    ours_s = min(r[0] for r in runs)
+    raw_s = min(r[0] for r in raw)
+    mb = size / 1e6
+    return {
+        "size_bytes": size,
+        "ours_mb_s": mb / ours_s,
+        "ceiling_mb_s": mb / raw_s,
+        "throughput_ratio": raw_s / ours_s,
+        "server_idle_rss_mib": idle / 2**20,
+        "server_peak_rss_mib": max(r[1] for r in runs) / 2**20,
+        "peak_above_idle_mib": (max(r[1] for r in runs) - idle) / 2**20,
+        "targets": {"throughput_ratio": ">= 0.5", "peak_above_idle_mib": "<= 64"},
+    }
+
+
+def _doc(tag: str, i: int) -> dict:
+    return {"tag": tag, "i": i, "text": "evidence " * 560}  # about 5 KB as JSON
+
+
+def part_c(quick: bool) -> dict:
+    per_thread = 25 if quick else 100
+    threads_n = 8
+
+    def run_threads(fn) -> float:
+        ts = [threading.Thread(target=fn, args=(n,)) for n in range(threads_n)]
+        started = time.perf_counter()
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        return time.perf_counter() - started
+
+    with fresh_store("sqlite", "srv-c-http") as fs:
+        with evstore.open(fs.url) as store:
+            token = evstore.create_token(store, "ingest")["token"]
+        port = free_port()
+        srv = evstore_server(fs.url, port)
+        statuses: dict[int, int] = {}
+        lock = threading.Lock()
+
+        def http_worker(n: int) -> None:
+            with httpx.Client(
+                base_url=f"http://127.0.0.1:{port}",
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=120,
+            ) as c:
+                for i in range(per_thread):
+                    body = {"documents": [{"document": _doc(f"h{n}", i), "kind": "json"}]}
+                    r = c.post("/v1/ingest", json=body)
+                    with lock:
+                        statuses[r.status_code] = statuses.get(r.status_code, 0) + 1
+
+        try:
+            http_s = run_threads(http_worker)
+        finally:
+            srv.stop()
+    with fresh_store("sqlite", "srv-c-inproc") as fs, evstore.open(fs.url) as store:
+
+        def inproc_worker(n: int) -> None:
+            for i in range(per_thread):
+                store.ingest(evstore.Document(json.dumps(_doc(f"p{n}", i)).encode(), kind="json"))
+
+        inproc_s = run_threads(inproc_worker)
+    n = per_thread * threads_n
+    return {
+        "documents": n,
+        "http_docs_s": n / http_s,
+        "inproc_docs_s": n / inproc_s,
+        "ratio": inproc_s / http_s,
+        "http_statuses": statuses,
+        "targets": {"ratio": ">= 0.4"},
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", default="abc")
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    result: dict = {"machine": machine_info("sqlite")}
+    for part, fn in (("a", part_a), ("b", part_b), ("c", part_c)):
+        if part in args.only:
+            result[part] = fn(args.quick)
+            print(part, json.dumps(result[part], indent=2), flush=True)
+    path = write_result("server", args.quick, result)
+    print(f"written {path}")
+
+
+if __name__ == "__main__":
+    main()

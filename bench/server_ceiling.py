@@ -1,0 +1,35 @@
+"""The ceiling apps of bench/server.py: the same stack (FastAPI on uvicorn), no store.
+
+``memory``: ``GET /v1/objects/{ref}`` checks a bearer token in a dict and returns fixed bytes
+from memory with the server's headers (part a). ``file``: returns the same bytes from a file
+(``FileResponse``, part b). Configured by environment (``EVBENCH_*``), run by uvicorn.
+"""
+
+from __future__ import annotations
+
+import os
+
+from fastapi import FastAPI, Request
+from starlette.responses import FileResponse, Response
+
+TOKENS = {os.environ.get("EVBENCH_TOKEN", "t"): "read"}
+BODY = os.urandom(int(os.environ.get("EVBENCH_SIZE", "1024")))
+FILE = os.environ.get("EVBENCH_FILE", "")
+HEADERS = {
+    "ETag": '"blake3:' + "0" * 64 + '"',
+    "Cache-Control": "public, max-age=31536000, immutable",
+    "Repr-Digest": "sha-256=:" + "A" * 43 + "=:",
+    "Accept-Ranges": "bytes",
+}
+
+app = FastAPI()
+
+
+@app.get("/v1/objects/{ref}")
+def get_object(ref: str, request: Request) -> Response:
+    auth = request.headers.get("authorization", "")
+    if TOKENS.get(auth.removeprefix("Bearer ")) is None:
+        return Response(status_code=401)
+    if FILE:
+        return FileResponse(FILE, headers=HEADERS, media_type="application/octet-stream")
+    return Response(BODY, headers=HEADERS, media_type="application/octet-stream")

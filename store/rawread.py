@@ -1,0 +1,55 @@
+"""One-statement reads on a pooled driver connection, for the hot paths of the HTTP server.
+
+A read transaction through SQLAlchemy costs far more than the point lookup it wraps (BEGIN,
+COMMIT and the store-file identity checks around both); one SELECT needs no explicit
+transaction. :func:`point_row` runs one statement the way ``Store.get``'s inline fast path
+does, and answers :data:`FALLBACK` on any database error so the caller takes the general
+path, which meets the error again inside the error boundary (store/db.py) and reports it
+with its ``store.*`` code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .db import Database, database_errors
+
+__all__ = ["FALLBACK", "point_row"]
+
+#: Returned instead of a row when the statement could not run (use the general path).
+FALLBACK: Any = object()
+
+
+def point_row(db: Database, sql: str, params: tuple[Any, ...]) -> Any:
+    """The first row of ``sql`` (``?`` placeholders), None when there is none, or FALLBACK.
+
+    Raises:
+        StoreStateError: ``store.replaced`` (the SQLite file is not the one opened).
+    """
+    db.check_identity()
+    if db.backend != "sqlite":
+        sql = sql.replace("?", "%s")
+    errors = database_errors()
+    try:
+        raw = db.engine.raw_connection()
+    except errors:
+        return FALLBACK
+    try:
+        driver = raw.driver_connection
+        pg = db.backend == "postgresql"
+        if pg:
+            driver.autocommit = True  # type: ignore[union-attr]
+        try:
+            cur = raw.cursor()
+            cur.execute(sql, params)
+            row = cur.fetchone()
+            cur.close()
+        finally:
+            if pg:
+                driver.autocommit = False  # type: ignore[union-attr]
+    except errors:
+        raw.invalidate()
+        return FALLBACK
+    finally:
+        raw.close()
+    return None if row is None else tuple(row)
