@@ -20,9 +20,8 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 import sqlalchemy as sa
 
@@ -39,7 +38,7 @@ from .artifacts import (
 )
 from .canonical import loads
 from .check import CheckOptions, CheckRun, Progress, check_store
-from .db import Database
+from .db import Database, database_errors
 from .digests import Digest
 from .digests import digest_bytes as digest_from
 from .errors import NotFound, error
@@ -68,12 +67,15 @@ __all__ = ["Store", "init", "migrate", "open"]
 builtins_open = open  # `open` below is the module's documented API name
 
 
-@dataclass(frozen=True)
-class _RawRow:
+class _RawRow(NamedTuple):  # a tuple: built on every point read (bench/core.py part d)
     address: str
     sha256: str
     size: Any
     chunk_set: Any
+
+
+_POINT_SQL = "SELECT address, sha256, size, chunk_set, data FROM blobs WHERE address = "
+_POINT = {"sqlite": _POINT_SQL + "?", "postgresql": _POINT_SQL + "%s"}
 
 
 #: A path larger than this (bytes) is streamed by itself instead of read into a chunk.
@@ -375,48 +377,22 @@ class Store:
     def _get_inline(self, address: str) -> bytes | None:
         """Point lookup of an inline blob by address, verified exactly as every read is.
 
-        One statement on a pooled driver connection (one SELECT needs no explicit
-        transaction). None sends the caller to the general path (chunked blob, missing blob).
+        One statement outside any explicit transaction (:meth:`Database.point_row`: this
+        thread's own connection on SQLite, a pooled one on PostgreSQL). None sends the
+        caller to the general path (chunked blob, missing blob).
 
         Database errors (those :func:`evstore.db.classify` understands) also answer None:
         the general path meets them again inside the error boundary, which maps them to
-        their ``store.*`` code. The raw connection is then invalidated, so a broken driver
-        connection never goes back to the pool.
+        their ``store.*`` code. The connection involved is closed, never reused.
         """
-        from .db import database_errors
-
         self.db.check_identity()
-        mark = "?" if self.db.backend == "sqlite" else "%s"
-        db_errors = database_errors()
         try:
-            raw = self.db.engine.raw_connection()
-        except db_errors:
+            r = self.db.point_row(_POINT[self.db.backend], (address,))
+        except database_errors():
             return None  # the general path reports the error
-        try:
-            driver = raw.driver_connection
-            pg = self.db.backend == "postgresql"
-            if pg:
-                driver.autocommit = True  # type: ignore[union-attr]
-            try:
-                cur = raw.cursor()
-                cur.execute(
-                    "SELECT address, sha256, size, chunk_set, data FROM blobs"
-                    f" WHERE address = {mark}",
-                    (address,),
-                )
-                r = cur.fetchone()
-                cur.close()
-            finally:
-                if pg:
-                    driver.autocommit = False  # type: ignore[union-attr]
-        except db_errors:
-            raw.invalidate()  # the general path reports the error
-            return None
-        finally:
-            raw.close()
         if r is None or r[3] is not None:
             return None
-        row = _blobs._row(_RawRow(*r[:4]))
+        row = _blobs._row(_RawRow(r[0], r[1], r[2], r[3]))
         data = b"" if r[4] is None else _blobs._as_bytes(r[4], address)
         # Size, BLAKE3 and the recorded SHA-256, as every read path checks them (a tampered
         # SHA-256 column is refused here as by `get` on the general path and by the CLI).

@@ -158,6 +158,7 @@ def put_artifacts(
     items: Sequence[
         tuple[bytes, Iterable[tuple[str, str]], Iterable[tuple[str, str]], Sequence[Warning_]]
     ],
+    blobs: Sequence[bytes] = (),
 ) -> list[ArtifactResult]:
     """Store many artifacts of one kind with one batch per table (see :func:`put_artifact`).
 
@@ -166,12 +167,14 @@ def put_artifacts(
         kind: the registry kind of every item.
         contract_version: the contract version recorded with every item.
         items: ``(canonical, edge_rows, attr_rows, warning_rows)`` per artifact.
+        blobs: other byte strings to store as plain blobs in the same batch, before the
+            artifacts' own (e.g. the contents their edges name).
 
     Returns:
         One :class:`ArtifactResult` per item, in order; ``new`` is True only for the first
         occurrence of an (address, kind) that was not stored before.
     """
-    puts = put_many(conn, [item[0] for item in items])
+    puts = put_many(conn, [*blobs, *(item[0] for item in items)])[len(blobs) :]
     addresses = list(dict.fromkeys(p.digest.blake3 for p in puts))
     existing: set[str] = set()
     if conn.dialect.name == "postgresql":

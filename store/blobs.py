@@ -101,11 +101,80 @@ def insert_ignore(conn: Connection, table: sa.Table, rows: Sequence[dict[str, An
         return
     cols = tuple(rows[0])
     rows = _sorted_rows(table, rows)
+    if conn.dialect.name == "postgresql" and _pg_types(table, cols) is not None:
+        for part in _pg_parts(rows):
+            conn.exec_driver_sql(_pg_unnest_sql(table, cols, ()), _pg_arrays(part, cols))
+        return
     sql = _insert_sql(conn.dialect.name, table.name, cols)
     conn.exec_driver_sql(sql, [tuple(r[c] for c in cols) for r in rows])
 
 
-_SQL_CACHE: dict[tuple[str, str, tuple[str, ...]], str] = {}
+# PostgreSQL: one INSERT ... SELECT FROM unnest(arrays) per batch instead of one statement per
+# row (psycopg's executemany pipelines a statement per row; measured by bench/fragments.py and
+# bench/manifests.py, issue 16). Same rows, same order, same ON CONFLICT DO NOTHING.
+_PG_TYPES: tuple[tuple[type[Any], str | None], ...] = (
+    (sa.Enum, None),  # no text-to-enum assignment cast: such tables take executemany
+    (sa.LargeBinary, "bytea"),
+    (sa.BigInteger, "int8"),
+    (sa.Integer, "int4"),
+    (sa.Boolean, "bool"),
+    (sa.String, "text"),  # Text and String(n) alike
+)
+#: Most rows, and about the most bytes, in one unnest statement.
+_PG_ROWS, _PG_BYTES = 20_000, 32 << 20
+
+
+def _pg_types(table: sa.Table, cols: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The PostgreSQL array element type of each column, or None if one is not mapped."""
+    out = []
+    for name in cols:
+        col_type = table.c[name].type
+        if isinstance(col_type, sa.DateTime):
+            out.append("timestamptz" if col_type.timezone else "timestamp")
+            continue
+        pg = next((t for cls, t in _PG_TYPES if isinstance(col_type, cls)), None)
+        if pg is None:
+            return None
+        out.append(pg)
+    return tuple(out)
+
+
+def _pg_unnest_sql(table: sa.Table, cols: tuple[str, ...], returning: Sequence[str]) -> str:
+    key = ("postgresql-unnest", table.name, cols + ("->",) + tuple(returning))
+    sql = _SQL_CACHE.get(key)
+    if sql is None:
+        types = _pg_types(table, cols)
+        assert types is not None
+        # Byte strings travel in binary (%b): psycopg's text form of a bytea array doubles
+        # them as hex and the server parses it back (measured: bench/manifests.py).
+        arrays = ", ".join(f"%b::{t}[]" if t == "bytea" else f"%s::{t}[]" for t in types)
+        sql = (
+            f"INSERT INTO {table.name} ({', '.join(cols)})"
+            f" SELECT * FROM unnest({arrays}) ON CONFLICT DO NOTHING"
+        )
+        if returning:
+            sql += f" RETURNING {', '.join(returning)}"
+        _SQL_CACHE[key] = sql
+    return sql
+
+
+def _pg_parts(rows: Sequence[dict[str, Any]]) -> Iterator[Sequence[dict[str, Any]]]:
+    """``rows`` in consecutive parts of at most :data:`_PG_ROWS` rows and ~_PG_BYTES bytes."""
+    start, size = 0, 0
+    for i, r in enumerate(rows):
+        size += sum(len(v) for v in r.values() if isinstance(v, bytes))
+        if i + 1 - start >= _PG_ROWS or size >= _PG_BYTES:
+            yield rows[start : i + 1]
+            start, size = i + 1, 0
+    if start < len(rows):
+        yield rows[start:]
+
+
+def _pg_arrays(rows: Sequence[dict[str, Any]], cols: tuple[str, ...]) -> tuple[list[Any], ...]:
+    return tuple([r[c] for r in rows] for c in cols)
+
+
+_SQL_CACHE: dict[tuple[str, str, tuple[str, ...]], str] = {}  # statement texts only
 
 
 def _insert_sql(dialect: str, table: str, cols: tuple[str, ...]) -> str:
@@ -149,6 +218,12 @@ def insert_returning(
     keys = _in_key_order(table, rows)
     assert keys, f"{table.name}: rows lack the primary key"
     rows = _sorted_rows(table, rows)
+    if conn.dialect.name == "postgresql" and _pg_types(table, cols) is not None:
+        found: set[tuple[Any, ...]] = set()
+        for chunk in _pg_parts(rows):
+            sql = _pg_unnest_sql(table, cols, keys)
+            found.update(tuple(r) for r in conn.exec_driver_sql(sql, _pg_arrays(chunk, cols)))
+        return found
     mark = "?" if conn.dialect.name == "sqlite" else "%s"
     one = "(" + ", ".join([mark] * len(cols)) + ")"
     per = max(1, _MAX_PARAMS // len(cols))
@@ -397,8 +472,21 @@ def put_many(conn: Connection, items: Sequence[bytes]) -> list[PutResult]:
         One :class:`PutResult` per item, in order.
     """
     digests = [digest_bytes(d) for d in items]
-    existing = _existing(conn, list({d.blake3 for d in digests}))
+    unique = list(dict.fromkeys(d.blake3 for d in digests))
+    # Looked up first: large items (their chunks are written before the row), and every item
+    # of a batch bound for PostgreSQL's COPY (which cannot skip stored rows). Other inline
+    # items go straight to INSERT ... ON CONFLICT DO NOTHING RETURNING, and only those it did
+    # not write are looked up (and repaired if corrupt) afterwards: new bytes cost no lookup
+    # (issue 16, bench/core.py part a).
+    copy_bound = conn.dialect.name == "postgresql" and len(unique) >= 1000
+    if copy_bound:
+        first = unique
+    else:
+        large = zip(items, digests, strict=True)
+        first = list({dg.blake3 for d, dg in large if len(d) > INLINE_MAX})
+    existing = _existing(conn, first)
     rows: list[dict[str, Any]] = []
+    unlooked: dict[str, bytes] = {}
     seen: set[str] = set()
     for data, dg in zip(items, digests, strict=True):
         if dg.blake3 in seen:
@@ -410,6 +498,8 @@ def put_many(conn: Connection, items: Sequence[bytes]) -> list[PutResult]:
         row = {"address": dg.blake3, "sha256": dg.sha256, "size": dg.size}
         row.update(_storage_values(conn, data))
         rows.append(row)
+        if not copy_bound and row["chunk_set"] is None:
+            unlooked[dg.blake3] = data
     written: set[str] = set()
     if rows:
         rows.sort(key=operator.itemgetter("address"))  # one lock order for every writer
@@ -424,6 +514,10 @@ def put_many(conn: Connection, items: Sequence[bytes]) -> list[PutResult]:
                 conn.execute(
                     sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == r["chunk_set"])
                 )
+    # Inline bytes the insert skipped were stored already: check that copy as a lookup would.
+    stored = [a for a in unlooked if a not in written]
+    for address, row_found in _existing(conn, stored).items():
+        _repair_if_corrupt(conn, row_found, unlooked[address])
     results: list[PutResult] = []
     for dg in digests:
         new = dg.blake3 in written

@@ -26,6 +26,7 @@ import random
 import re
 import sqlite3
 import sys
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -382,7 +383,12 @@ class Database:
                 code="store.url",
             )
         self.display_url = parsed.render_as_string(hide_password=True)
+        # SQLite point reads: one connection per thread (point_row), closed by dispose().
+        self._point = threading.local()
+        self._point_lock = threading.Lock()
+        self._point_raws: list[Any] = []
         self.sqlite_path: Path | None = None
+        self._sqlite_name: str | None = None
         if self.backend == "sqlite":
             db = parsed.database or ""
             if db in ("", ":memory:") or db.startswith("file:"):
@@ -390,6 +396,7 @@ class Database:
                     "an evstore SQLite store is a file: use sqlite:///PATH", code="store.url"
                 )
             self.sqlite_path = Path(db)
+            self._sqlite_name = db  # os.stat on every check_identity: no Path conversion
             if not options or options == {"mode": "ro"}:
                 # a store this process cannot write is still read (every read command works)
                 options = {**options, **_read_only_options(self.sqlite_path)}
@@ -433,10 +440,10 @@ class Database:
         Raises:
             StoreStateError: ``store.replaced``.
         """
-        if self.sqlite_path is None:
+        if self._sqlite_name is None:
             return
         try:
-            st = os.stat(self.sqlite_path)
+            st = os.stat(self._sqlite_name)
         except FileNotFoundError:
             if self._identity is None:
                 return  # not created yet: opening reports store.missing, init creates it
@@ -639,9 +646,88 @@ class Database:
                 raise
             raise translate(exc, self.display_url) from exc
 
+    def point_row(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """The first row of one read-only statement, run outside any explicit transaction.
+
+        One statement is its own snapshot on both backends, so no BEGIN/COMMIT is sent. On
+        SQLite the statement runs on this thread's own connection, opened once through the
+        pool (the store's pragmas) and then detached from it: a point read pays no pool
+        checkout (issue 16, bench/core.py part d). The connection caches nothing between
+        statements: each one reads the latest committed state, and its cursor is closed
+        before returning, so no read lock is held. On PostgreSQL a pooled connection is
+        checked out and set to autocommit for the statement.
+
+        Raises:
+            Whatever the driver raises (:func:`database_errors`); the connection involved
+            is then closed, never reused.
+        """
+        if self.backend != "sqlite":
+            return self._pg_point_row(sql, params)
+        conn = self._thread_connection()
+        try:
+            cur = conn.execute(sql, params)
+            try:
+                return cur.fetchone()  # type: ignore[no-any-return]
+            finally:
+                cur.close()
+        except database_errors():
+            self._drop_thread_connection()
+            raise
+
+    def _thread_connection(self) -> Any:
+        local = self._point
+        raw = getattr(local, "raw", None)
+        if raw is None or local.forks != _FORKS[0]:  # a forked child opens its own
+            raw = self.engine.raw_connection()
+            raw.detach()  # this thread's own from now on; closed by dispose()
+            local.raw, local.forks = raw, _FORKS[0]
+            with self._point_lock:
+                self._point_raws.append(raw)
+        return raw.dbapi_connection
+
+    def _drop_thread_connection(self) -> None:
+        raw = getattr(self._point, "raw", None)
+        self._point.raw = None
+        if raw is not None:
+            with self._point_lock:
+                if raw in self._point_raws:
+                    self._point_raws.remove(raw)
+            with contextlib.suppress(*database_errors()):
+                raw.close()
+
+    def _pg_point_row(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        raw = self.engine.raw_connection()
+        try:
+            driver = raw.driver_connection
+            driver.autocommit = True  # type: ignore[union-attr]
+            try:
+                cur = raw.cursor()
+                cur.execute(sql, params)
+                r = cur.fetchone()
+                cur.close()
+            finally:
+                driver.autocommit = False  # type: ignore[union-attr]
+        except database_errors():
+            raw.invalidate()  # a broken driver connection never goes back to the pool
+            raise
+        finally:
+            raw.close()
+        return r  # type: ignore[no-any-return]
+
     def dispose(self) -> None:
-        """Close every pooled connection."""
+        """Close every pooled connection and every thread's point-read connection."""
+        with self._point_lock:
+            raws, self._point_raws = self._point_raws, []
+        for raw in raws:
+            with contextlib.suppress(*database_errors()):
+                raw.close()
+        self._point = threading.local()
         self.engine.dispose()
+
+
+#: Forks of this process so far (a child never uses its parent's point-read connections).
+_FORKS = [0]
+os.register_at_fork(after_in_child=lambda: _FORKS.__setitem__(0, _FORKS[0] + 1))
 
 
 def _sqlite_events(engine: Engine, db: Database) -> None:
