@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from .package_context import context_size as package_context_size
     from .package_rules import normalize_uuid
     from .refs import ContentRef, parse_ref
+    from .review import bindings_of_fragment, edges_from, kind_counts, verify_now
     from .tokens import create_token, list_tokens, revoke_token, token_scope
 
 # open, init and migrate (store/connect.py) and RemoteStore (store/client/) are not imported
@@ -79,15 +80,18 @@ _SOURCES: dict[str, str] = {
     "ServerLimits": "server.limits:Limits",
     "Store": "api",
     "StoreStateError": "errors",
+    "bindings_of_fragment": "review",
     "check_kind": "kinds",
     "create_app": "server.app",
     "create_token": "tokens",
     "describe_artifact": "describe",
     "digest_bytes": "digests",
     "dumps": "canonical",
+    "edges_from": "review",
     "error": "errors",
     "fragment_scope": "fragment_rules:scope_from_parts",
     "init": "connect",
+    "kind_counts": "review",
     "known_kinds": "kinds",
     "list_tokens": "tokens",
     "loads": "canonical",
@@ -102,6 +106,7 @@ _SOURCES: dict[str, str] = {
     "rooting": "leases",
     "serve": "server.run",
     "token_scope": "tokens",
+    "verify_now": "review",
 }
 
 __all__ = [
@@ -125,15 +130,18 @@ __all__ = [
     "ServerLimits",
     "Store",
     "StoreStateError",
+    "bindings_of_fragment",
     "check_kind",
     "create_app",
     "create_token",
     "describe_artifact",
     "digest_bytes",
     "dumps",
+    "edges_from",
     "error",
     "fragment_scope",
     "init",
+    "kind_counts",
     "known_kinds",
     "list_tokens",
     "loads",
@@ -148,6 +156,7 @@ __all__ = [
     "rooting",
     "serve",
     "token_scope",
+    "verify_now",
 ]
 
 

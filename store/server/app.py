@@ -46,7 +46,7 @@ ROUTER_MODULES: tuple[str, ...] = (
     "writes",  # ingest, validate, bundles
     "tokens_routes",  # tokens managed remotely (admin)
     "contract_routes",  # contract read commands: quote, excerpt, fragments, ... (client)
-    # "ui",  # HTML pages under P/ui (issue 15, pages)
+    "ui",  # HTML pages under P/ui (issue 15, evstore.pages)
 )
 
 #: A store name in ``evstore serve NAME=URL``: its URL prefix is ``/NAME``.
