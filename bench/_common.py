@@ -29,12 +29,14 @@ __all__ = [
     "PG_ADMIN_URL",
     "RESULTS_DIR",
     "FreshStore",
+    "Meter",
     "fresh_store",
     "machine_info",
     "median",
     "percentile",
     "raw_pg",
     "raw_sqlite",
+    "store_backend_pid",
     "write_result",
 ]
 
@@ -119,6 +121,50 @@ def raw_sqlite(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
+
+
+class Meter:
+    """Wall and CPU seconds of one measurement (``with Meter(pid) as m: ...``; m.wall, m.cpu).
+
+    CPU is this process's CPU time plus, on PostgreSQL, the CPU time of the server backend
+    ``pg_pid`` serving the measured connection (from /proc, 10 ms ticks). It leaves out the
+    time spent descheduled, so on a machine shared with other work it is the steadier of the
+    two; WAL writer, checkpointer and disk waits are not in it.
+    """
+
+    def __init__(self, pg_pid: int | None = None) -> None:
+        self.pg_pid = pg_pid
+        self.wall = self.cpu = 0.0
+
+    def _backend_cpu(self) -> float:
+        if self.pg_pid is None:
+            return 0.0
+        try:
+            fields = Path(f"/proc/{self.pg_pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # a server on another host: client CPU only
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def __enter__(self) -> Meter:
+        import gc
+
+        gc.collect()
+        self._b0 = self._backend_cpu()
+        self._c0 = time.process_time()
+        self._w0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.perf_counter() - self._w0
+        self.cpu = time.process_time() - self._c0 + self._backend_cpu() - self._b0
+
+
+def store_backend_pid(store: Any) -> int | None:
+    """The server pid of the one pooled connection a single-threaded Store will use."""
+    if store.db.backend != "postgresql":
+        return None
+    with store.db.engine.connect() as c:
+        return int(c.exec_driver_sql("SELECT pg_backend_pid()").scalar_one())
 
 
 def raw_pg(conninfo: str, *, autocommit: bool = False) -> Any:

@@ -50,12 +50,14 @@ import blake3  # noqa: E402
 import rfc8785  # noqa: E402
 from _common import (  # noqa: E402
     RESULTS_DIR,
+    Meter,
     fresh_store,
     machine_info,
     median,
     percentile,
     raw_pg,
     raw_sqlite,
+    store_backend_pid,
     write_result,
 )
 
@@ -91,6 +93,16 @@ TARGETS = {
     ("c", None): 0.5,
     ("d", None): 3.0,
 }
+#: Issue 16's targets, read on the CPU-time ratios (the machine is shared): (a) against the
+#: ceiling that also hashes, (c) raw / ours, (d) p50 and p99 slowdown.
+TARGETS_16 = {
+    ("a", "sqlite"): 0.8,
+    ("a", "postgresql"): 0.6,
+    ("c", "sqlite"): 0.7,
+    ("c", "postgresql"): 0.6,
+    ("d-p50", None): 2.0,
+    ("d-p99", None): 3.0,
+}
 _BLOB_COLS = "address, sha256, size, data, chunk_set"
 _COPY_TYPES = ["varchar", "varchar", "int8", "bytea", "int8"]
 
@@ -110,46 +122,8 @@ def _row(data: bytes) -> tuple[str, str, int, bytes, None]:
     )
 
 
-class _Meter:
-    """Wall and CPU seconds of one measurement (``with _Meter(pid) as m: ...``; m.wall, m.cpu).
-
-    CPU is this process's CPU time plus, on PostgreSQL, the CPU time of the server backend
-    ``pg_pid`` serving the measured connection (from /proc, 10 ms ticks). It leaves out the
-    time spent descheduled, so on a machine shared with other work it is the steadier of the
-    two; WAL writer, checkpointer and disk waits are not in it.
-    """
-
-    def __init__(self, pg_pid: int | None = None) -> None:
-        self.pg_pid = pg_pid
-        self.wall = self.cpu = 0.0
-
-    def _backend_cpu(self) -> float:
-        if self.pg_pid is None:
-            return 0.0
-        try:
-            fields = Path(f"/proc/{self.pg_pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:  # a server on another host: client CPU only
-            return 0.0
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def __enter__(self) -> _Meter:
-        gc.collect()
-        self._b0 = self._backend_cpu()
-        self._c0 = time.process_time()
-        self._w0 = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.wall = time.perf_counter() - self._w0
-        self.cpu = time.process_time() - self._c0 + self._backend_cpu() - self._b0
-
-
-def _store_backend_pid(store: Any) -> int | None:
-    """The server pid of the one pooled connection a single-threaded Store will use."""
-    if store.db.backend != "postgresql":
-        return None
-    with store.db.engine.connect() as c:
-        return int(c.exec_driver_sql("SELECT pg_backend_pid()").scalar_one())
+_Meter = Meter
+_store_backend_pid = store_backend_pid
 
 
 def _raw_insert_blobs(fs: Any, make_rows: Any, with_artifacts: bool = False) -> tuple[float, float]:
@@ -1039,7 +1013,29 @@ def _summary(backend: str, parts: dict[str, Any]) -> list[str]:
             f"<= {d['target']}",
             d["slowdown_p99"] <= d["target"],
         )
+    lines += _summary_16(backend, parts)
     return lines
+
+
+def _summary_16(backend: str, parts: dict[str, Any]) -> list[str]:
+    """Issue 16's targets on the CPU-time ratios."""
+    out = []
+    rows = []
+    if "a" in parts:
+        rows.append(("a", "CPU vs raw with hashing", parts["a"]["cpu_ratio_vs_raw_with_hashing"]))
+    if "c" in parts:
+        rows.append(("c", "CPU raw/ours", parts["c"]["cpu_ratio"]))
+    for key, name, ratio in rows:
+        t = TARGETS_16[(key, backend)]
+        out.append(f"{key:<6}{name:<30}{ratio:>33.2f}{'>= ' + str(t):>10}  {ratio >= t}")
+    if "d" in parts:
+        d = parts["d"]
+        for q in ("p50", "p99"):
+            slow = d[f"ours_cpu_{q}_us"] / d[f"raw_cpu_{q}_us"]
+            t = TARGETS_16[(f"d-{q}", None)]
+            name = f"CPU {q} ours/raw"
+            out.append(f"{'d':<6}{name:<30}{slow:>33.2f}{'<= ' + str(t):>10}  {slow <= t}")
+    return ["", "issue 16 targets (CPU time):", *out] if out else []
 
 
 def main(argv: list[str] | None = None) -> int:

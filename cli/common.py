@@ -20,6 +20,7 @@ import click
 import evstore
 
 __all__ = [
+    "DATABASE_ONLY",
     "DEFAULT_URL",
     "Ctx",
     "Progress",
@@ -31,6 +32,7 @@ __all__ = [
     "env_url",
     "fail",
     "ingest_options",
+    "is_http_url",
     "open_store",
     "nonempty_path",
     "output_option",
@@ -39,6 +41,9 @@ __all__ = [
     "read_input",
     "write_output",
 ]
+
+#: Commands that need the database itself: over HTTP they fail with remote.unsupported.
+DATABASE_ONLY = frozenset({"init", "migrate", "check", "config", "token", "serve"})
 
 #: The default store: a SQLite file in the current directory.
 DEFAULT_URL = "sqlite:///evstore.db"
@@ -262,15 +267,35 @@ def digest_lines(d: dict[str, Any], with_digests: bool) -> str:
 def open_store(ctx: Ctx, *, create: bool = False) -> evstore.Store:
     """Open the invocation's store (only init, put and the ingest commands pass create=True).
 
+    An ``http(s)://`` URL opens the store a server serves, with the token in EVSTORE_TOKEN
+    (the one place that reads it).
+
     A SQLite store created here is remembered in ``ctx.created``: the error handler removes it
     again when the command fails, so a failed command leaves no new store behind.
     """
-    store = evstore.open(ctx.url, create=create)
+    if is_http_url(ctx.url):  # a store served by `evstore serve`: nothing to create here
+        path = click.get_current_context().command_path.split()
+        command = path[1] if len(path) > 1 else ""
+        if command in DATABASE_ONLY:
+            raise evstore.error(
+                "remote.unsupported",
+                f"`evstore {command}` works only beside the database: run it with a "
+                "database URL (sqlite:///..., postgresql://...) on the server's machine",
+                command=command,
+            )
+        store = evstore.open(ctx.url, token=os.environ.get("EVSTORE_TOKEN") or None)
+    else:
+        store = evstore.open(ctx.url, create=create)
     if store.created and store.path is not None:
         ctx.created = store.path
     if ctx.verbosity > 0 and not ctx.json:
         click.echo(f"store: {store.url}{' (created)' if store.created else ''}", err=True)
     return store
+
+
+def is_http_url(url: str) -> bool:
+    """True for a store served over HTTP (``http://`` or ``https://``)."""
+    return url[:8].lower().startswith(("http://", "https://"))
 
 
 def discard_created(ctx: Ctx) -> None:

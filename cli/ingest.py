@@ -23,6 +23,7 @@ from .common import (
     progress,
     read_input,
 )
+from .retention import root_option
 
 #: Files a directory contributes to ingest/validate unless --include says otherwise.
 DEFAULT_INCLUDE = ("*.json",)
@@ -105,6 +106,7 @@ def _ingest_human(digests: bool) -> Any:
 @ingest_options
 @bulk_options
 @pass_ctx
+@root_option
 def ingest(
     ctx: Ctx,
     files: tuple[str, ...],

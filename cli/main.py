@@ -28,7 +28,7 @@ import click
 
 import evstore
 
-from . import admin, objects, server
+from . import admin, objects, retention, server
 from . import ingest as ingest_commands
 from .common import Ctx, discard_created, env_url
 
@@ -402,7 +402,7 @@ def cli(ctx: click.Context, url: str | None, as_json: bool, verbose: int, quiet:
             )
 
 
-for _area in (admin, ingest_commands, objects, server):
+for _area in (admin, ingest_commands, objects, retention, server):
     _area.register(cli)
 
 

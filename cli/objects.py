@@ -37,6 +37,7 @@ from .common import (
     pass_ctx,
     progress,
 )
+from .retention import root_option
 
 __all__ = ["COMMANDS", "find", "get", "has", "ls", "put", "register", "stat"]
 
@@ -123,6 +124,7 @@ def _put_many_human(digests: bool) -> Any:
 @bulk_options
 @digests_option
 @pass_ctx
+@root_option
 def put(
     ctx: Ctx,
     files: tuple[str, ...],

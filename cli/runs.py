@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from .common import Ctx, emit, open_store, pass_ctx, progress
+from .retention import root_option
 
 __all__ = ["closure", "ingest_bundle", "refs", "register", "runs"]
 
@@ -22,6 +23,7 @@ __all__ = ["closure", "ingest_bundle", "refs", "register", "runs"]
     "(instead of the bundle's own).",
 )
 @pass_ctx
+@root_option
 def ingest_bundle(ctx: Ctx, directory: str, source_document: str | None) -> None:
     """Store the run bundle DIRECTORY (index.json and every file it names) as a run record.
 

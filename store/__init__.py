@@ -24,7 +24,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .api import Store, init, migrate, open
+    from .api import Store
     from .artifacts import ArtifactInfo, ArtifactResult, Document, IngestReport
     from .blobs import PutResult
     from .canonical import dumps, loads
@@ -45,11 +45,17 @@ if TYPE_CHECKING:
     )
     from .fragment_rules import scope_from_parts as fragment_scope
     from .kinds import check_kind, known_kinds
+    from .leases import rooting
     from .manifest_rules import manifest_address
     from .package_context import context_size as package_context_size
     from .package_rules import normalize_uuid
     from .refs import ContentRef, parse_ref
+    from .review import bindings_of_fragment, edges_from, kind_counts, verify_now
     from .tokens import create_token, list_tokens, revoke_token, token_scope
+
+# open, init and migrate (store/connect.py) and RemoteStore (store/client/) are not imported
+# for type checkers here: the client imports evstore's public names, and an import back
+# would make a cycle. They are typed where they are defined.
 
 #: Public name -> the module (under evstore) that defines it, or "module:attribute" where the
 #: public name differs from the module's own.
@@ -70,31 +76,37 @@ _SOURCES: dict[str, str] = {
     "NotFound": "errors",
     "PutResult": "blobs",
     "RefSyntaxError": "errors",
+    "RemoteStore": "client",
     "ServerLimits": "server.limits:Limits",
     "Store": "api",
     "StoreStateError": "errors",
+    "bindings_of_fragment": "review",
     "check_kind": "kinds",
     "create_app": "server.app",
     "create_token": "tokens",
     "describe_artifact": "describe",
     "digest_bytes": "digests",
     "dumps": "canonical",
+    "edges_from": "review",
     "error": "errors",
     "fragment_scope": "fragment_rules:scope_from_parts",
-    "init": "api",
+    "init": "connect",
+    "kind_counts": "review",
     "known_kinds": "kinds",
     "list_tokens": "tokens",
     "loads": "canonical",
     "manifest_address": "manifest_rules",
-    "migrate": "api",
+    "migrate": "connect",
     "normalize_uuid": "package_rules",
     "object_head": "describe",
-    "open": "api",
+    "open": "connect",
     "package_context_size": "package_context:context_size",
     "parse_ref": "refs",
     "revoke_token": "tokens",
+    "rooting": "leases",
     "serve": "server.run",
     "token_scope": "tokens",
+    "verify_now": "review",
 }
 
 __all__ = [
@@ -114,18 +126,22 @@ __all__ = [
     "NotFound",
     "PutResult",
     "RefSyntaxError",
+    "RemoteStore",
     "ServerLimits",
     "Store",
     "StoreStateError",
+    "bindings_of_fragment",
     "check_kind",
     "create_app",
     "create_token",
     "describe_artifact",
     "digest_bytes",
     "dumps",
+    "edges_from",
     "error",
     "fragment_scope",
     "init",
+    "kind_counts",
     "known_kinds",
     "list_tokens",
     "loads",
@@ -137,8 +153,10 @@ __all__ = [
     "package_context_size",
     "parse_ref",
     "revoke_token",
+    "rooting",
     "serve",
     "token_scope",
+    "verify_now",
 ]
 
 

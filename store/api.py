@@ -6,13 +6,11 @@ rejected call leaves the store exactly as it was (rows and bytes).
 
 This module is a facade: each method is one call into the module that does the work
 (store/ingest.py for ingest and validate, store/check.py for the whole-store check,
-store/blobs.py for bytes, store/settings.py for settings). Contract-specific operations hang
-off namespaced accessors (``store.fragments``, ``store.manifests``, ``store.packages``,
-``store.contexts``, ``store.runs``), each defined in its contract's store module.
-
-Opening a store reads its schema revision with one SQL statement and compares it with the
-revisions shipped in migrations/versions (read as text): Alembic is imported only by
-:func:`init`, :func:`migrate` and ``open(..., create=True)`` on a store that does not exist.
+store/blobs.py for bytes, store/settings.py for settings). Namespaced accessors hang off it
+(``store.fragments``, ``.manifests``, ``.packages``, ``.contexts``, ``.runs`` in their
+contract's store module; ``store.retention``: roots, gc and audits in store/retention.py).
+Opening a store reads its schema revision with one SQL statement (migrations/versions read
+as text): Alembic is imported only by init, migrate and open(create=True) on a new store.
 """
 
 from __future__ import annotations
@@ -20,9 +18,8 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 import sqlalchemy as sa
 
@@ -39,7 +36,7 @@ from .artifacts import (
 )
 from .canonical import loads
 from .check import CheckOptions, CheckRun, Progress, check_store
-from .db import Database
+from .db import Database, database_errors
 from .digests import Digest
 from .digests import digest_bytes as digest_from
 from .errors import NotFound, error
@@ -55,12 +52,7 @@ from .ingest import (
 from .kinds import check_kind, lookup_value
 from .listing import iter_artifacts, iter_blobs
 from .refs import parse_ref
-from .settings import (
-    check_setting_value,
-    load_settings,
-    parse_setting_value,
-    write_setting,
-)
+from .settings import check_setting_value, load_settings, parse_setting_value, write_setting
 from .txn import Txn
 
 __all__ = ["Store", "init", "migrate", "open"]
@@ -68,12 +60,15 @@ __all__ = ["Store", "init", "migrate", "open"]
 builtins_open = open  # `open` below is the module's documented API name
 
 
-@dataclass(frozen=True)
-class _RawRow:
+class _RawRow(NamedTuple):  # a tuple: built on every point read (bench/core.py part d)
     address: str
     sha256: str
     size: Any
     chunk_set: Any
+
+
+_POINT_SQL = "SELECT address, sha256, size, chunk_set, data FROM blobs WHERE address = "
+_POINT = {"sqlite": _POINT_SQL + "?", "postgresql": _POINT_SQL + "%s"}
 
 
 #: A path larger than this (bytes) is streamed by itself instead of read into a chunk.
@@ -375,48 +370,22 @@ class Store:
     def _get_inline(self, address: str) -> bytes | None:
         """Point lookup of an inline blob by address, verified exactly as every read is.
 
-        One statement on a pooled driver connection (one SELECT needs no explicit
-        transaction). None sends the caller to the general path (chunked blob, missing blob).
+        One statement outside any explicit transaction (:meth:`Database.point_row`: this
+        thread's own connection on SQLite, a pooled one on PostgreSQL). None sends the
+        caller to the general path (chunked blob, missing blob).
 
         Database errors (those :func:`evstore.db.classify` understands) also answer None:
         the general path meets them again inside the error boundary, which maps them to
-        their ``store.*`` code. The raw connection is then invalidated, so a broken driver
-        connection never goes back to the pool.
+        their ``store.*`` code. The connection involved is closed, never reused.
         """
-        from .db import database_errors
-
         self.db.check_identity()
-        mark = "?" if self.db.backend == "sqlite" else "%s"
-        db_errors = database_errors()
         try:
-            raw = self.db.engine.raw_connection()
-        except db_errors:
+            r = self.db.point_row(_POINT[self.db.backend], (address,))
+        except database_errors():
             return None  # the general path reports the error
-        try:
-            driver = raw.driver_connection
-            pg = self.db.backend == "postgresql"
-            if pg:
-                driver.autocommit = True  # type: ignore[union-attr]
-            try:
-                cur = raw.cursor()
-                cur.execute(
-                    "SELECT address, sha256, size, chunk_set, data FROM blobs"
-                    f" WHERE address = {mark}",
-                    (address,),
-                )
-                r = cur.fetchone()
-                cur.close()
-            finally:
-                if pg:
-                    driver.autocommit = False  # type: ignore[union-attr]
-        except db_errors:
-            raw.invalidate()  # the general path reports the error
-            return None
-        finally:
-            raw.close()
         if r is None or r[3] is not None:
             return None
-        row = _blobs._row(_RawRow(*r[:4]))
+        row = _blobs._row(_RawRow(r[0], r[1], r[2], r[3]))
         data = b"" if r[4] is None else _blobs._as_bytes(r[4], address)
         # Size, BLAKE3 and the recorded SHA-256, as every read path checks them (a tampered
         # SHA-256 column is refused here as by `get` on the general path and by the CLI).
@@ -794,3 +763,10 @@ class Store:
         from .runs import RunOps
 
         return RunOps(self)
+
+    @property
+    def retention(self) -> Any:
+        """Roots, upload leases, gc and audits (store/retention.py ``RetentionOps``)."""
+        from .retention import RetentionOps
+
+        return RetentionOps(self) if not self._closed else self._live()

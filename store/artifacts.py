@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 from .blobs import insert_ignore, insert_returning, put_many
 from .digests import Digest
 from .errors import EvstoreError, error
+from .leases import hold, note_artifacts, step
 from .tables import artifacts, attrs, blobs, edges, warnings
 
 _IN_BATCH = 500
@@ -158,6 +159,7 @@ def put_artifacts(
     items: Sequence[
         tuple[bytes, Iterable[tuple[str, str]], Iterable[tuple[str, str]], Sequence[Warning_]]
     ],
+    blobs: Sequence[bytes] = (),
 ) -> list[ArtifactResult]:
     """Store many artifacts of one kind with one batch per table (see :func:`put_artifact`).
 
@@ -166,13 +168,17 @@ def put_artifacts(
         kind: the registry kind of every item.
         contract_version: the contract version recorded with every item.
         items: ``(canonical, edge_rows, attr_rows, warning_rows)`` per artifact.
+        blobs: other byte strings to store as plain blobs in the same batch, before the
+            artifacts' own (e.g. the contents their edges name).
 
     Returns:
         One :class:`ArtifactResult` per item, in order; ``new`` is True only for the first
         occurrence of an (address, kind) that was not stored before.
     """
-    puts = put_many(conn, [item[0] for item in items])
+    puts = put_many(conn, [*blobs, *(item[0] for item in items)])[len(blobs) :]
+    step("bytes stored")
     addresses = list(dict.fromkeys(p.digest.blake3 for p in puts))
+    note_artifacts(conn, addresses)
     existing: set[str] = set()
     if conn.dialect.name == "postgresql":
         existing.update(
@@ -233,10 +239,35 @@ def put_artifacts(
             dataclasses.replace(r, new=False) if r.new and r.digest.blake3 not in written else r
             for r in results
         ]
+    _hold_targets(conn, {k[2] for k in edge_map} - set(addresses), edge_map)
     insert_ignore(conn, edges, list(edge_map.values()))
+    step("edges written")
     insert_ignore(conn, attrs, list(attr_map.values()))
     insert_ignore(conn, warnings, list(warn_map.values()))
     return results
+
+
+def _hold_targets(
+    conn: Connection, targets: set[str], edge_map: dict[tuple[str, str, str], dict[str, str]]
+) -> None:
+    """Lock and lease the objects the edges refer to; a collected one fails the write.
+
+    Raises:
+        NotFound: ``not-found.blob`` naming the first target that is no longer stored (an
+            object collected since the document was checked): nothing is committed.
+    """
+    gone = hold(conn, targets)
+    step("lease extended")
+    if gone:
+        src, role, _ = min(k for k in edge_map if k[2] == gone[0])
+        raise error(
+            "not-found.blob",
+            f"blake3:{gone[0]} is no longer stored (collected by gc since it was checked);"
+            f" blake3:{src} refers to it ({role}): nothing was written",
+            ref="blake3:" + gone[0],
+            referrer="blake3:" + src,
+            role=role,
+        )
 
 
 def artifact_kinds(conn: Connection, address: str) -> list[tuple[str, str, Any]]:

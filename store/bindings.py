@@ -14,8 +14,9 @@ second inserter wait for the first to commit), and every loser sees the winner's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -24,7 +25,7 @@ from .blobs import insert_returning
 from .digests import sha256_hex
 from .tables import bindings
 
-__all__ = ["BindResult", "bind", "bind_many", "lookup_binding"]
+__all__ = ["BindResult", "BindingBatch", "bind", "bind_many", "lookup_binding"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,3 +132,92 @@ def bind_many(
         written.discard(dg)  # only the first occurrence within pairs made it
         results.append(BindResult(landed, new, landed != value))
     return results
+
+
+class BindingBatch:
+    """The bindings of one namespace for a whole command: one lookup, one insert.
+
+    :func:`bind_many` for a run of documents (issue 16): :meth:`prefetch` reads the stored
+    values of every key the run will bind in one statement (one array parameter on
+    PostgreSQL, lists of 500 on SQLite); :meth:`stage` then decides each document's pairs in
+    memory, in document order and pair order (first write wins across the run, as one
+    :func:`bind_many` per document would); :meth:`flush` inserts every new binding with one
+    ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` and reads back, in one statement, the keys
+    a concurrent writer bound first, so a lost race is still a conflict.
+
+    An instance lives inside one transaction (the command's batch); nothing it read is used
+    by another transaction.
+    """
+
+    def __init__(self, conn: Connection, namespace: str) -> None:
+        self.conn, self.namespace = conn, namespace
+        self._bound: dict[str, str] = {}  # key digest -> stored or staged value
+        self._looked: set[str] = set()
+        self._pending: dict[str, tuple[dict[str, str], Any]] = {}  # key digest -> (row, tag)
+
+    def prefetch(self, keys: Iterable[str]) -> None:
+        """Read the stored values of ``keys`` (text) in one statement per 500 (SQLite) or one."""
+        self._lookup([sha256_hex(k.encode()) for k in keys])
+
+    def _lookup(self, digests: Sequence[str]) -> None:
+        new = [d for d in dict.fromkeys(digests) if d not in self._looked]
+        if new:
+            self._bound.update(_lookup_many(self.conn, self.namespace, new))
+            self._looked.update(new)
+
+    def stage(self, pairs: Sequence[tuple[str, str]], origin: str, tag: Any) -> list[str | None]:
+        """Decide ``(key, value)`` pairs in order; new ones are inserted by :meth:`flush`.
+
+        Args:
+            pairs: the document's pairs, in order.
+            origin: 64 hex of the artifact whose write makes the new bindings.
+            tag: handed back by :meth:`flush` for a pair a concurrent writer won (the caller
+                attributes the fault with it).
+
+        Returns:
+            Per pair: the value the key is already bound to when it differs from the pair's
+            (a conflict), else None.
+        """
+        digests = [sha256_hex(k.encode()) for k, _ in pairs]
+        self._lookup(digests)  # keys not prefetched (none, when the caller prefetched)
+        out: list[str | None] = []
+        for i, ((key, value), dg) in enumerate(zip(pairs, digests, strict=True)):
+            landed = self._bound.get(dg)
+            if landed is None:
+                self._bound[dg] = value
+                row = {
+                    "namespace": self.namespace,
+                    "key_digest": dg,
+                    "key": key,
+                    "value": value,
+                    "origin": origin,
+                }
+                self._pending[dg] = (row, (tag, i))
+                out.append(None)
+            else:
+                out.append(landed if landed != value else None)
+        return out
+
+    def flush(self) -> list[tuple[Any, int, str]]:
+        """Insert the staged bindings.
+
+        Returns:
+            ``(tag, pair index, bound value)`` of each staged pair whose key a concurrent
+            writer bound to another value first, in staging order.
+        """
+        if not self._pending:
+            return []
+        rows = [row for row, _ in self._pending.values()]
+        written = {k[0] for k in insert_returning(self.conn, bindings, rows)}
+        lost = [dg for dg in self._pending if dg not in written]
+        landed = _lookup_many(self.conn, self.namespace, lost) if lost else {}
+        out = []
+        for dg in lost:
+            row, (tag, index) = self._pending[dg]
+            value = landed.get(dg)
+            if value is not None and value != row["value"]:
+                out.append((tag, index, value))
+            if value is not None:
+                self._bound[dg] = value
+        self._pending.clear()
+        return out

@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection
 from .db import raw_driver
 from .digests import Digest, Hasher, digest_bytes
 from .errors import CorruptionError, NotFound
+from .leases import note_blobs
 from .refs import ContentRef
 from .tables import blob_chunks, blobs
 
@@ -101,11 +102,80 @@ def insert_ignore(conn: Connection, table: sa.Table, rows: Sequence[dict[str, An
         return
     cols = tuple(rows[0])
     rows = _sorted_rows(table, rows)
+    if conn.dialect.name == "postgresql" and _pg_types(table, cols) is not None:
+        for part in _pg_parts(rows):
+            conn.exec_driver_sql(_pg_unnest_sql(table, cols, ()), _pg_arrays(part, cols))
+        return
     sql = _insert_sql(conn.dialect.name, table.name, cols)
     conn.exec_driver_sql(sql, [tuple(r[c] for c in cols) for r in rows])
 
 
-_SQL_CACHE: dict[tuple[str, str, tuple[str, ...]], str] = {}
+# PostgreSQL: one INSERT ... SELECT FROM unnest(arrays) per batch instead of one statement per
+# row (psycopg's executemany pipelines a statement per row; measured by bench/fragments.py and
+# bench/manifests.py, issue 16). Same rows, same order, same ON CONFLICT DO NOTHING.
+_PG_TYPES: tuple[tuple[type[Any], str | None], ...] = (
+    (sa.Enum, None),  # no text-to-enum assignment cast: such tables take executemany
+    (sa.LargeBinary, "bytea"),
+    (sa.BigInteger, "int8"),
+    (sa.Integer, "int4"),
+    (sa.Boolean, "bool"),
+    (sa.String, "text"),  # Text and String(n) alike
+)
+#: Most rows, and about the most bytes, in one unnest statement.
+_PG_ROWS, _PG_BYTES = 20_000, 32 << 20
+
+
+def _pg_types(table: sa.Table, cols: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The PostgreSQL array element type of each column, or None if one is not mapped."""
+    out = []
+    for name in cols:
+        col_type = table.c[name].type
+        if isinstance(col_type, sa.DateTime):
+            out.append("timestamptz" if col_type.timezone else "timestamp")
+            continue
+        pg = next((t for cls, t in _PG_TYPES if isinstance(col_type, cls)), None)
+        if pg is None:
+            return None
+        out.append(pg)
+    return tuple(out)
+
+
+def _pg_unnest_sql(table: sa.Table, cols: tuple[str, ...], returning: Sequence[str]) -> str:
+    key = ("postgresql-unnest", table.name, cols + ("->",) + tuple(returning))
+    sql = _SQL_CACHE.get(key)
+    if sql is None:
+        types = _pg_types(table, cols)
+        assert types is not None
+        # Byte strings travel in binary (%b): psycopg's text form of a bytea array doubles
+        # them as hex and the server parses it back (measured: bench/manifests.py).
+        arrays = ", ".join(f"%b::{t}[]" if t == "bytea" else f"%s::{t}[]" for t in types)
+        sql = (
+            f"INSERT INTO {table.name} ({', '.join(cols)})"
+            f" SELECT * FROM unnest({arrays}) ON CONFLICT DO NOTHING"
+        )
+        if returning:
+            sql += f" RETURNING {', '.join(returning)}"
+        _SQL_CACHE[key] = sql
+    return sql
+
+
+def _pg_parts(rows: Sequence[dict[str, Any]]) -> Iterator[Sequence[dict[str, Any]]]:
+    """``rows`` in consecutive parts of at most :data:`_PG_ROWS` rows and ~_PG_BYTES bytes."""
+    start, size = 0, 0
+    for i, r in enumerate(rows):
+        size += sum(len(v) for v in r.values() if isinstance(v, bytes))
+        if i + 1 - start >= _PG_ROWS or size >= _PG_BYTES:
+            yield rows[start : i + 1]
+            start, size = i + 1, 0
+    if start < len(rows):
+        yield rows[start:]
+
+
+def _pg_arrays(rows: Sequence[dict[str, Any]], cols: tuple[str, ...]) -> tuple[list[Any], ...]:
+    return tuple([r[c] for r in rows] for c in cols)
+
+
+_SQL_CACHE: dict[tuple[str, str, tuple[str, ...]], str] = {}  # statement texts only
 
 
 def _insert_sql(dialect: str, table: str, cols: tuple[str, ...]) -> str:
@@ -149,6 +219,12 @@ def insert_returning(
     keys = _in_key_order(table, rows)
     assert keys, f"{table.name}: rows lack the primary key"
     rows = _sorted_rows(table, rows)
+    if conn.dialect.name == "postgresql" and _pg_types(table, cols) is not None:
+        found: set[tuple[Any, ...]] = set()
+        for chunk in _pg_parts(rows):
+            sql = _pg_unnest_sql(table, cols, keys)
+            found.update(tuple(r) for r in conn.exec_driver_sql(sql, _pg_arrays(chunk, cols)))
+        return found
     mark = "?" if conn.dialect.name == "sqlite" else "%s"
     one = "(" + ", ".join([mark] * len(cols)) + ")"
     per = max(1, _MAX_PARAMS // len(cols))
@@ -327,18 +403,21 @@ def iter_checked(conn: Connection, row: BlobRow) -> Iterator[bytes]:
 
 
 def _existing(conn: Connection, addresses: Sequence[str]) -> dict[str, BlobRow]:
-    """Index rows of the stored blobs among ``addresses``.
+    """Index rows of the stored blobs among ``addresses``, locked until the commit.
 
-    PostgreSQL takes the whole list as one array parameter (one round trip); SQLite takes
-    lists of :data:`_IN_BATCH` (its bound-parameter limit).
+    PostgreSQL takes the whole list as one array parameter (one round trip) and locks the
+    rows found ``FOR KEY SHARE``: the collector cannot delete a blob a write found stored
+    (evstore.leases). SQLite takes lists of :data:`_IN_BATCH` (its bound-parameter limit);
+    its single writer needs no row lock.
     """
     found: dict[str, BlobRow] = {}
     if not addresses:
         return found
     if conn.dialect.name == "postgresql":
         result = conn.exec_driver_sql(
-            "SELECT address, sha256, size, chunk_set FROM blobs WHERE address = ANY(%s)",
-            (list(addresses),),
+            "SELECT address, sha256, size, chunk_set FROM blobs WHERE address = ANY(%s)"
+            " ORDER BY address FOR KEY SHARE",
+            (sorted(addresses),),
         )
         for r in result:
             found[r.address] = _row(r)
@@ -397,8 +476,21 @@ def put_many(conn: Connection, items: Sequence[bytes]) -> list[PutResult]:
         One :class:`PutResult` per item, in order.
     """
     digests = [digest_bytes(d) for d in items]
-    existing = _existing(conn, list({d.blake3 for d in digests}))
+    unique = list(dict.fromkeys(d.blake3 for d in digests))
+    # Looked up first: large items (their chunks are written before the row), and every item
+    # of a batch bound for PostgreSQL's COPY (which cannot skip stored rows). Other inline
+    # items go straight to INSERT ... ON CONFLICT DO NOTHING RETURNING, and only those it did
+    # not write are looked up (and repaired if corrupt) afterwards: new bytes cost no lookup
+    # (issue 16, bench/core.py part a).
+    copy_bound = conn.dialect.name == "postgresql" and len(unique) >= 1000
+    if copy_bound:
+        first = unique
+    else:
+        large = zip(items, digests, strict=True)
+        first = list({dg.blake3 for d, dg in large if len(d) > INLINE_MAX})
+    existing = _existing(conn, first)
     rows: list[dict[str, Any]] = []
+    unlooked: dict[str, bytes] = {}
     seen: set[str] = set()
     for data, dg in zip(items, digests, strict=True):
         if dg.blake3 in seen:
@@ -410,6 +502,8 @@ def put_many(conn: Connection, items: Sequence[bytes]) -> list[PutResult]:
         row = {"address": dg.blake3, "sha256": dg.sha256, "size": dg.size}
         row.update(_storage_values(conn, data))
         rows.append(row)
+        if not copy_bound and row["chunk_set"] is None:
+            unlooked[dg.blake3] = data
     written: set[str] = set()
     if rows:
         rows.sort(key=operator.itemgetter("address"))  # one lock order for every writer
@@ -424,12 +518,40 @@ def put_many(conn: Connection, items: Sequence[bytes]) -> list[PutResult]:
                 conn.execute(
                     sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == r["chunk_set"])
                 )
+    _settle_skipped(conn, rows, unlooked, written)
+    note_blobs(conn, seen)
     results: list[PutResult] = []
     for dg in digests:
         new = dg.blake3 in written
         written.discard(dg.blake3)  # only the first occurrence within items is new
         results.append(PutResult(dg, new))
     return results
+
+
+def _settle_skipped(
+    conn: Connection, rows: list[dict[str, Any]], unlooked: dict[str, bytes], written: set[str]
+) -> None:
+    """Lock (and repair) the stored copies of inline bytes the insert skipped as present.
+
+    ``INSERT ... ON CONFLICT DO NOTHING`` locks nothing it skips: between it and this lookup
+    the collector may delete a copy that was unrooted with its lease expired. The lookup
+    locks what it finds (``FOR KEY SHARE`` on PostgreSQL, see :func:`_existing`), and a copy
+    gone in between is written again (added to ``written``), so the write never relies on a
+    row it neither locked nor wrote (docs/design.md, retention and garbage collection).
+    """
+    stored = [a for a in unlooked if a not in written]
+    for _ in range(3):  # each round needs a collection racing it; three is plenty
+        if not stored:
+            return
+        found = _existing(conn, stored)
+        for address, row_found in found.items():
+            _repair_if_corrupt(conn, row_found, unlooked[address])
+        gone = {a for a in stored if a not in found}
+        if not gone:
+            return
+        again = [r for r in rows if r["address"] in gone]
+        written |= {k[0] for k in insert_returning(conn, blobs, again)}
+        stored = [a for a in gone if a not in written]
 
 
 def _copy_blobs(conn: Connection, rows: list[dict[str, Any]]) -> set[str]:
@@ -530,6 +652,7 @@ def put_stream(conn: Connection, stream: BinaryIO | Iterable[bytes]) -> PutResul
             sa.insert(blob_chunks), {"chunk_set": chunk_set, "seq": seq, "data": bytes(buf)}
         )
     existing = _existing(conn, [dg.blake3]).get(dg.blake3)
+    note_blobs(conn, [dg.blake3])
     if existing is None:
         row = {
             "address": dg.blake3,

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import logging
 import os
 import random
 import re
 import sqlite3
-import sys
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -39,9 +38,18 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
-from .errors import CorruptionError, StoreStateError, error
+from .db_faults import (
+    FAULTS,
+    DbFault,
+    classify,
+    database_errors,
+    normalize_url,
+    translate,
+)
+from .errors import CorruptionError, StoreStateError
 
 __all__ = [
+    "BEFORE_COMMIT",
     "BUSY_TIMEOUT_MS",
     "Database",
     "DbFault",
@@ -64,6 +72,8 @@ BUSY_TIMEOUT_MS = 30_000
 RETRIES = 20
 #: The PostgreSQL advisory lock a retried write transaction holds (see run_transaction).
 _RETRY_LOCK = 7403012512
+#: ``conn.info`` key of the task a write transaction runs before its commit (a callable).
+BEFORE_COMMIT = "evstore.before_commit"
 #: No retry starts after this many seconds since the first attempt (then ``store.busy``).
 RETRY_BUDGET_S = 120.0
 
@@ -72,168 +82,6 @@ T = TypeVar("T")
 #: The URL options a SQLite store accepts: each opens the file read-only (SQLite URI
 #: parameters). ``immutable=1`` also reads a store in a read-only folder or mount.
 _SQLITE_READ_ONLY = ({"mode": "ro"}, {"immutable": "1"}, {"mode": "ro", "immutable": "1"})
-
-
-class _OneLinePoolLog(logging.Filter):
-    """Turn the connection pool's error-with-traceback records into one warning line.
-
-    When a pooled connection breaks (a terminated PostgreSQL backend), SQLAlchemy's pool
-    logs "Exception during reset or similar" at error level with a full traceback, although
-    the call itself is answered (a typed ``store.*`` error, or success on a fresh connection).
-    A long-running process then prints a traceback to stderr for a fault already handled.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and record.exc_info[1] is not None:
-            exc = record.exc_info[1]
-            record.msg = "evstore: a database connection broke and was dropped (%s: %s)"
-            record.args = (type(exc).__name__, _first_line(exc))
-            record.exc_info = None
-            record.exc_text = None
-            record.levelno, record.levelname = logging.WARNING, "WARNING"
-        return True
-
-
-for _pool in ("QueuePool", "NullPool", "SingletonThreadPool", "StaticPool"):
-    logging.getLogger(f"sqlalchemy.pool.impl.{_pool}").addFilter(_OneLinePoolLog())
-
-
-def normalize_url(url: str) -> str:
-    """Map user-facing URL spellings to the drivers evstore uses.
-
-    ``postgresql://`` and ``postgres://`` become ``postgresql+psycopg://``; a plain file path
-    (no ``://``) becomes ``sqlite:///PATH``.
-    """
-    if "://" not in url:
-        return "sqlite:///" + str(Path(url))
-    for prefix in ("postgresql://", "postgres://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix) :]
-    return url
-
-
-@dataclass(frozen=True)
-class DbFault:
-    """What a database error means to evstore.
-
-    Attributes:
-        code: the evstore code raised (a ``store.*`` row of :data:`evstore.errors.CODES`).
-        retryable: True when running the transaction again may succeed (contention);
-            :meth:`Database.run_transaction` retries exactly these, with bounded backoff.
-        message: the message head; ``{url}`` is replaced by the store's display URL.
-    """
-
-    code: str
-    retryable: bool
-    message: str
-
-
-_BUSY = DbFault("store.busy", True, "store busy")
-_UNREACHABLE = DbFault("store.unreachable", False, "cannot reach the store {url}")
-_TIMEOUT = DbFault("store.timeout", False, "a statement ran past its time limit")
-_FULL = DbFault("store.full", False, "the store's disk is full")
-_READ_ONLY = DbFault("store.read-only", False, "the store {url} is read-only")
-_POOL = DbFault("store.busy", False, "no free database connection")
-_OTHER = DbFault("store.database", False, "database error")
-
-#: The one error table: (driver, driver code) -> :class:`DbFault`. Keys:
-#: ``("sqlite", N)``: a SQLite primary result code (``sqlite_errorcode & 0xFF``, so every
-#: extended code such as ``SQLITE_BUSY_SNAPSHOT`` maps with its primary code);
-#: ``("postgresql", "SQLSTATE")``: a five-character SQLSTATE, or its two-character class;
-#: ``("psycopg", "OperationalError")``: a psycopg OperationalError without SQLSTATE (the
-#: connection could not be made, or was lost); ``("sqlalchemy", "ClassName")``: a
-#: SQLAlchemy error with no driver cause. Anything else is ``store.database``.
-FAULTS: dict[tuple[str, int | str], DbFault] = {
-    ("sqlite", sqlite3.SQLITE_BUSY): _BUSY,
-    ("sqlite", sqlite3.SQLITE_LOCKED): _BUSY,
-    ("sqlite", sqlite3.SQLITE_PROTOCOL): _BUSY,  # WAL lock race
-    ("sqlite", sqlite3.SQLITE_FULL): _FULL,
-    ("sqlite", sqlite3.SQLITE_READONLY): _READ_ONLY,
-    ("sqlite", sqlite3.SQLITE_CANTOPEN): _UNREACHABLE,
-    ("sqlite", sqlite3.SQLITE_IOERR): _UNREACHABLE,
-    ("postgresql", "40001"): _BUSY,  # serialization_failure
-    ("postgresql", "40P01"): _BUSY,  # deadlock_detected
-    ("postgresql", "55P03"): _BUSY,  # lock_not_available (lock_timeout, NOWAIT)
-    ("postgresql", "57014"): _TIMEOUT,  # query_canceled (statement_timeout)
-    ("postgresql", "53100"): _FULL,  # disk_full
-    ("postgresql", "25006"): _READ_ONLY,  # read_only_sql_transaction
-    ("postgresql", "57P01"): _UNREACHABLE,  # admin_shutdown (pg_terminate_backend)
-    ("postgresql", "57P02"): _UNREACHABLE,  # crash_shutdown
-    ("postgresql", "57P03"): _UNREACHABLE,  # cannot_connect_now
-    ("postgresql", "08"): _UNREACHABLE,  # connection_exception (class)
-    ("psycopg", "OperationalError"): _UNREACHABLE,
-    ("sqlalchemy", "DisconnectionError"): _UNREACHABLE,
-    ("sqlalchemy", "TimeoutError"): _POOL,  # the connection pool stayed exhausted
-}
-
-
-def database_errors() -> tuple[type[BaseException], ...]:
-    """The exception classes :func:`classify` understands: SQLAlchemy's, sqlite3's, psycopg's.
-
-    psycopg is named only once something imported it (a SQLite-only process never does).
-    """
-    found: list[type[BaseException]] = [SQLAlchemyError, sqlite3.Error]
-    pg = sys.modules.get("psycopg")
-    if pg is not None:
-        found.append(pg.Error)
-    return tuple(found)
-
-
-def _driver_fault(cause: BaseException | None) -> DbFault | None:
-    """The table row for a raw driver exception, by its type and error code (None: no row)."""
-    if isinstance(cause, sqlite3.Error):
-        code = getattr(cause, "sqlite_errorcode", None)
-        return FAULTS.get(("sqlite", code & 0xFF)) if isinstance(code, int) else None
-    pg = sys.modules.get("psycopg")
-    if pg is None or not isinstance(cause, pg.Error):
-        return None
-    state = cause.sqlstate
-    if state:
-        return FAULTS.get(("postgresql", state)) or FAULTS.get(("postgresql", state[:2]))
-    if isinstance(cause, pg.OperationalError):
-        return FAULTS[("psycopg", "OperationalError")]
-    return None
-
-
-def classify(exc: BaseException) -> DbFault | None:
-    """What a database exception means, from its type and driver error code (never its text).
-
-    ``exc`` may be a SQLAlchemy exception (its driver cause, ``exc.orig``, decides) or a raw
-    sqlite3 / psycopg exception (raised on a raw driver connection, e.g. the COPY path).
-
-    Returns:
-        The :data:`FAULTS` row; ``store.database`` for a database error the table does not
-        name; None when ``exc`` is not a database error at all (a bug, or an evstore error).
-    """
-    if isinstance(exc, DBAPIError):
-        found = _driver_fault(exc.orig)
-        if found is not None:
-            return found
-        return _UNREACHABLE if exc.connection_invalidated else _OTHER
-    if isinstance(exc, SQLAlchemyError):
-        return FAULTS.get(("sqlalchemy", type(exc).__name__), _OTHER)
-    if isinstance(exc, database_errors()):
-        return _driver_fault(exc) or _OTHER
-    return None
-
-
-def _first_line(exc: BaseException) -> str:
-    cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
-    lines = str(cause).strip().splitlines()
-    return lines[0] if lines else type(cause).__name__
-
-
-def translate(exc: BaseException, url: str = "") -> StoreStateError:
-    """Turn a SQLAlchemy or driver exception into an evstore :class:`StoreStateError`.
-
-    The code comes from :func:`classify` (``store.database`` for anything it does not
-    name); raise the result ``from exc`` so the driver's error stays the cause.
-    """
-    fault = classify(exc) or _OTHER
-    head = fault.message.replace("{url}", url).replace("  ", " ").strip()
-    err = error(fault.code, f"{head}: {_first_line(exc)}")
-    assert isinstance(err, StoreStateError)
-    return err
 
 
 def _backoff(attempt: int) -> float:
@@ -382,7 +230,12 @@ class Database:
                 code="store.url",
             )
         self.display_url = parsed.render_as_string(hide_password=True)
+        # SQLite point reads: one connection per thread (point_row), closed by dispose().
+        self._point = threading.local()
+        self._point_lock = threading.Lock()
+        self._point_raws: list[Any] = []
         self.sqlite_path: Path | None = None
+        self._sqlite_name: str | None = None
         if self.backend == "sqlite":
             db = parsed.database or ""
             if db in ("", ":memory:") or db.startswith("file:"):
@@ -390,6 +243,7 @@ class Database:
                     "an evstore SQLite store is a file: use sqlite:///PATH", code="store.url"
                 )
             self.sqlite_path = Path(db)
+            self._sqlite_name = db  # os.stat on every check_identity: no Path conversion
             if not options or options == {"mode": "ro"}:
                 # a store this process cannot write is still read (every read command works)
                 options = {**options, **_read_only_options(self.sqlite_path)}
@@ -433,10 +287,10 @@ class Database:
         Raises:
             StoreStateError: ``store.replaced``.
         """
-        if self.sqlite_path is None:
+        if self._sqlite_name is None:
             return
         try:
-            st = os.stat(self.sqlite_path)
+            st = os.stat(self._sqlite_name)
         except FileNotFoundError:
             if self._identity is None:
                 return  # not created yet: opening reports store.missing, init creates it
@@ -528,7 +382,7 @@ class Database:
                 code="store.url",
             )
         try:
-            with self.engine.begin() as conn:
+            with self._foreign_keys_off(), self.engine.begin() as conn:
                 if self.backend == "postgresql":
                     # Several processes may create one store at once: one migrates, the others
                     # wait here and then find the schema current (alembic's upgrade is a no-op).
@@ -544,6 +398,25 @@ class Database:
                 f"cannot migrate {self.display_url}: {exc}", code="store.database"
             ) from exc
         return before, head_revision()
+
+    @contextlib.contextmanager
+    def _foreign_keys_off(self) -> Iterator[None]:
+        """SQLite: run a migration with foreign-key enforcement off (PostgreSQL: no-op).
+
+        A migration that copies a table (SQLite cannot add a constraint in place) must keep
+        a damaged row as it is, for ``check`` to report, rather than fail; the pool's
+        connections get enforcement back afterwards (the connect event turns it on).
+        """
+        if self.backend != "sqlite":
+            yield
+            return
+        self.engine.dispose()
+        pragma = event.listens_for(self.engine, "connect")(_foreign_keys_pragma_off)
+        try:
+            yield
+        finally:
+            event.remove(self.engine, "connect", pragma)
+            self.engine.dispose()
 
     def require_current(self) -> None:
         """Refuse a store whose schema is missing, behind or ahead of the code.
@@ -576,6 +449,9 @@ class Database:
     def run_transaction(self, work: Callable[[Connection], T], *, serialize: bool = False) -> T:
         """Run ``work(conn)`` in one transaction, retrying when the backend reports contention.
 
+        A write may leave a task in ``conn.info[BEFORE_COMMIT]`` (store/leases.py: root and
+        lease what the transaction wrote): it runs after ``work`` and before the commit.
+
         ``work`` must be repeatable: it is called again from the start after a rollback.
         evstore errors raised by ``work`` roll back and propagate unchanged. A database error
         (a SQLAlchemy one, or a raw driver one from a raw cursor) is classified by
@@ -595,9 +471,14 @@ class Database:
             attempt += 1
             try:
                 with self.engine.begin() as conn:
+                    conn.info.pop(BEFORE_COMMIT, None)  # a failed attempt's leftovers
                     if serialize:
                         conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_RETRY_LOCK})")
-                    return work(conn)
+                    out = work(conn)
+                    task = conn.info.pop(BEFORE_COMMIT, None)
+                    if task is not None:
+                        task(conn)
+                    return out
             except Exception as exc:
                 fault = classify(exc)
                 if fault is None:
@@ -639,9 +520,88 @@ class Database:
                 raise
             raise translate(exc, self.display_url) from exc
 
+    def point_row(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """The first row of one read-only statement, run outside any explicit transaction.
+
+        One statement is its own snapshot on both backends, so no BEGIN/COMMIT is sent. On
+        SQLite the statement runs on this thread's own connection, opened once through the
+        pool (the store's pragmas) and then detached from it: a point read pays no pool
+        checkout (issue 16, bench/core.py part d). The connection caches nothing between
+        statements: each one reads the latest committed state, and its cursor is closed
+        before returning, so no read lock is held. On PostgreSQL a pooled connection is
+        checked out and set to autocommit for the statement.
+
+        Raises:
+            Whatever the driver raises (:func:`database_errors`); the connection involved
+            is then closed, never reused.
+        """
+        if self.backend != "sqlite":
+            return self._pg_point_row(sql, params)
+        conn = self._thread_connection()
+        try:
+            cur = conn.execute(sql, params)
+            try:
+                return cur.fetchone()  # type: ignore[no-any-return]
+            finally:
+                cur.close()
+        except database_errors():
+            self._drop_thread_connection()
+            raise
+
+    def _thread_connection(self) -> Any:
+        local = self._point
+        raw = getattr(local, "raw", None)
+        if raw is None or local.forks != _FORKS[0]:  # a forked child opens its own
+            raw = self.engine.raw_connection()
+            raw.detach()  # this thread's own from now on; closed by dispose()
+            local.raw, local.forks = raw, _FORKS[0]
+            with self._point_lock:
+                self._point_raws.append(raw)
+        return raw.dbapi_connection
+
+    def _drop_thread_connection(self) -> None:
+        raw = getattr(self._point, "raw", None)
+        self._point.raw = None
+        if raw is not None:
+            with self._point_lock:
+                if raw in self._point_raws:
+                    self._point_raws.remove(raw)
+            with contextlib.suppress(*database_errors()):
+                raw.close()
+
+    def _pg_point_row(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        raw = self.engine.raw_connection()
+        try:
+            driver = raw.driver_connection
+            driver.autocommit = True  # type: ignore[union-attr]
+            try:
+                cur = raw.cursor()
+                cur.execute(sql, params)
+                r = cur.fetchone()
+                cur.close()
+            finally:
+                driver.autocommit = False  # type: ignore[union-attr]
+        except database_errors():
+            raw.invalidate()  # a broken driver connection never goes back to the pool
+            raise
+        finally:
+            raw.close()
+        return r  # type: ignore[no-any-return]
+
     def dispose(self) -> None:
-        """Close every pooled connection."""
+        """Close every pooled connection and every thread's point-read connection."""
+        with self._point_lock:
+            raws, self._point_raws = self._point_raws, []
+        for raw in raws:
+            with contextlib.suppress(*database_errors()):
+                raw.close()
+        self._point = threading.local()
         self.engine.dispose()
+
+
+#: Forks of this process so far (a child never uses its parent's point-read connections).
+_FORKS = [0]
+os.register_at_fork(after_in_child=lambda: _FORKS.__setitem__(0, _FORKS[0] + 1))
 
 
 def _sqlite_events(engine: Engine, db: Database) -> None:
@@ -682,6 +642,10 @@ def _sqlite_events(engine: Engine, db: Database) -> None:
     def _on_commit(_conn: Connection) -> None:
         # Before anything is acknowledged: a write into a deleted or replaced file is lost.
         db.check_identity()
+
+
+def _foreign_keys_pragma_off(dbapi_conn: Any, _record: Any) -> None:
+    dbapi_conn.execute("PRAGMA foreign_keys = OFF")
 
 
 def _salvage_wal(conn: Connection) -> None:

@@ -234,13 +234,14 @@ class FragmentBatchKind:
         """Register sources, store each fragment (bindings first), then the output itself."""
         st = state(txn)
         register_command_sources(txn, st)
+        evidence = extract_evidence(doc)
         stored = write_fragments(
-            [(pointer, frag, dumps(frag)) for pointer, frag in extract_evidence(doc)],
+            [(pointer, frag, dumps(frag)) for pointer, frag in evidence],
             txn,
             st,
             digest_bytes(canonical).blake3,
         )
-        documents = sorted({f["document_id"] for _, f in extract_evidence(doc)})
+        documents = sorted({f["document_id"] for _, f in evidence})
         res = txn.put_artifact(
             BATCH_KIND,
             CONTRACT_VERSION,

@@ -116,15 +116,21 @@ def _write_batch(handler: Any, run: list[Parsed], txn: Txn) -> list[ArtifactResu
     """
     batch: dict[str, Any] = {}
     specs = []
+    prefetch = getattr(handler, "prefetch", None)
+    if prefetch is not None:  # one lookup for the whole run (store/manifests.py)
+        prefetch([p.value for p in run], txn, batch)
     for p in run:
         try:
             faults = check_errors(handler, p.value, p.canonical, txn)
             if faults:
                 raise faults[0]
+            batch["name"] = p.doc.name
             specs.append(handler.stage(p.value, p.canonical, txn, batch))
         except EvstoreError as err:
             err.path = err.path or p.doc.name
             raise
+    if prefetch is not None:
+        return list(handler.flush(specs, txn, batch))
     return list(handler.flush(specs, txn))
 
 

@@ -136,8 +136,14 @@ def _sole_supplied(txn: Txn, doc: Any) -> tuple[str, bytes] | None:
     return found
 
 
-def _write_content(doc: Any, txn: Txn) -> tuple[str | None, Faults]:
-    """Store or find the content: (its blob address hex or None, content faults)."""
+def _write_content(
+    doc: Any, txn: Txn, deferred: list[bytes] | None = None
+) -> tuple[str | None, Faults]:
+    """Store or find the content: (its blob address hex or None, content faults).
+
+    ``deferred``: supplied content is appended there (stored by :meth:`ManifestKind.flush`
+    with the run's other contents in one batch) instead of being put now.
+    """
     try:
         expect = rules.content_expectations(doc)
     except EvstoreError as err:
@@ -147,6 +153,9 @@ def _write_content(doc: Any, txn: Txn) -> tuple[str | None, Faults]:
     if data is not None:
         # Supplied: put it (one lookup by address, one insert) rather than look it up by
         # SHA-256 first; a stored copy is found by the put all the same.
+        if deferred is not None:
+            deferred.append(data)
+            return blake3_hex(data), rules.check_expected_content(expect, sha, len(data))
         put = txn.put_blob(data)
         return put.digest.blake3, rules.check_expected_content(expect, sha, put.digest.size)
     row = txn.blob_by_sha256(sha)
@@ -229,13 +238,43 @@ class ManifestKind:
         """
         return self.flush([self.stage(doc, canonical, txn, {})], txn)[0]
 
-    def flush(self, specs: list[Any], txn: Txn) -> list[ArtifactResult]:
+    def prefetch(self, docs: Sequence[Any], txn: Txn, batch: dict[str, Any]) -> None:
+        """Read, in one statement, the stored bindings of every item ref of a run of manifests.
+
+        Called by the store before the run is checked and staged (store/ingest.py). Staging
+        then decides each manifest's bindings in memory, in document order, and
+        :meth:`flush` writes the run's contents and bindings with one batch per table (issue
+        16: about five round trips per manifest before). The faults, their order and their
+        documents are those of one :meth:`write` per manifest. Not in audit mode.
+        """
+        if txn.mode == "audit":
+            return
+        refs: list[str] = []
+        for doc in docs:
+            if isinstance(doc, dict):
+                refs += [ref for _, ref, _ in rules.item_ref_digests(doc)]
+        binds = txn.binding_batch(REF_NAMESPACE)
+        binds.prefetch(refs)
+        batch["bindings"] = binds
+        batch["contents"] = []
+
+    def flush(self, specs: list[Any], txn: Txn, batch: dict[str, Any] | None = None) -> list[Any]:
         """Write staged manifests with one statement per table; results in order.
 
         Each spec from :meth:`stage` becomes the artifact row, its ``content`` edge, its
-        ``manifest_ref`` attribute and its warning rows.
+        ``manifest_ref`` attribute and its warning rows. After :meth:`prefetch`, the run's
+        new item bindings are inserted first (one statement; a key a concurrent writer bound
+        first is ``manifest.ref-rebound`` of the manifest that staged it), then the supplied
+        contents and the manifests are stored in one blob batch.
         """
-        return txn.put_artifacts(self.name, self.contract_version, specs)
+        if not batch or "bindings" not in batch:
+            return txn.put_artifacts(self.name, self.contract_version, specs)
+        for (name, conflict), index, value in batch["bindings"].flush():
+            err = conflict(index, value)
+            err.path = err.path or name
+            txn.fault(err)
+        # The contents go in the same blob batch as the manifests, before them.
+        return txn.put_artifacts(self.name, self.contract_version, specs, batch["contents"])
 
     def stage(self, doc: Any, canonical: bytes, txn: Txn, batch: dict[str, Any]) -> tuple[Any, ...]:
         """One manifest's write-time work and its row spec for :meth:`flush`.
@@ -245,7 +284,7 @@ class ManifestKind:
         validate mode) become the stored warning rows of the spec.
         """
         notes = Faults(warnings=list(rules.phase_faults(doc, txn.settings).warnings))
-        content, faults = _write_content(doc, txn)
+        content, faults = _write_content(doc, txn, batch.get("contents"))
         for fault in faults.errors:
             if fault.code == rules.CONTENT_MISSING and txn.mode == "validate":
                 notes.warn(fault.code, fault.message + "; not checked", fault.pointer)
@@ -253,7 +292,18 @@ class ManifestKind:
                 txn.fault(fault)
         for fault in rules.check_ref_self_digest(doc).errors:
             txn.fault(fault)
-        bind_item_refs(doc, txn, origin=blake3_hex(canonical))
+        origin = blake3_hex(canonical)
+        binds = batch.get("bindings")
+        if binds is None:
+            bind_item_refs(doc, txn, origin=origin)
+        else:  # decided in memory against the run's prefetched bindings (see prefetch)
+            pairs = rules.item_ref_digests(doc)
+            conflict = _rebound(pairs)
+            tag = (batch.get("name"), conflict)
+            found = binds.stage([(ref, digest) for _, ref, digest in pairs], origin, tag)
+            for i, value in enumerate(found):
+                if value is not None:
+                    txn.fault(conflict(i, value))
         edges = [(CONTENT_EDGE, content)] if content is not None else []
         ref = doc.get("manifest/ref")
         attrs = [(FIND_ATTR, ref)] if isinstance(ref, str) else []

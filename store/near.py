@@ -13,14 +13,20 @@ Two spellings of a member name or a discriminator value are *near* when they are
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
 __all__ = ["near_member", "near_members", "spelling"]
 
 
+@functools.lru_cache(maxsize=8192)
 def spelling(text: str) -> str:
     """``text`` lower-cased with every non-alphanumeric character removed.
+
+    Memoised (a pure function of the text): detection asks it of every member name of every
+    document, for every contract kind (the ``json`` kind's near-miss check was a quarter of
+    its ingest, bench/core.py part c).
 
     Args:
         text: a member name or a discriminator value.

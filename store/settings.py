@@ -50,6 +50,15 @@ SETTINGS: dict[str, Setting] = {
             "example.document_revision counts only when listed here.",
         ),
         Setting(
+            "gc.lease-seconds",
+            int,
+            3600,
+            "Seconds an object stays protected from gc after a write stored or referred to it, "
+            "or an upload's existence check found it (evstore retention.missing, the server's "
+            "missing request with an ingest token). 0: no lease (objects are collectable as "
+            "soon as no root reaches them).",
+        ),
+        Setting(
             "manifests.accept_unverified_phase",
             bool,
             False,

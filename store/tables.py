@@ -18,7 +18,16 @@ Every digest column (addresses, ``blobs.sha256``, ``attrs.value_digest``,
     warnings     warnings recorded with an accepted artifact
     settings     store settings, changed with ``evstore config``
     verified     when ``evstore check`` last found an object without fault (revision 0003)
+    roots        retention roots: (root name, object address), optionally held until a time
+    leases       per object: until when a write or an upload's existence check protects it
+    retention_history  retain, release and collection events (who, what, when)
+    audits       every ``evstore audit`` run: time, scope, verdict, faults
     tokens       bearer tokens of the HTTP server: scope and SHA-256 of the secret (0005)
+
+Revision 0006 adds foreign keys (docs/design.md#retention-and-garbage-collection): an edge's
+``src`` and ``dst``, an artifact's ``address``, a root's and a lease's ``address`` each name
+a stored blob, so a dangling reference cannot be committed and a referenced blob cannot be
+deleted.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from sqlalchemy import (
     BigInteger,
     Column,
     DateTime,
+    ForeignKey,
     Index,
     Integer,
     LargeBinary,
@@ -42,11 +52,15 @@ from sqlalchemy import (
 __all__ = [
     "artifacts",
     "attrs",
+    "audits",
     "bindings",
     "blob_chunks",
     "blobs",
     "edges",
+    "leases",
     "metadata",
+    "retention_history",
+    "roots",
     "settings",
     "tokens",
     "verified",
@@ -78,7 +92,12 @@ blob_chunks = Table(
 artifacts = Table(
     "artifacts",
     metadata,
-    Column("address", String(64), primary_key=True),
+    Column(
+        "address",
+        String(64),
+        ForeignKey("blobs.address", name="fk_artifacts_blob"),
+        primary_key=True,
+    ),
     Column("kind", String(64), primary_key=True),
     Column("contract_version", String(64), nullable=False),
     # When the store first accepted it. Time lives only here, never in an address.
@@ -89,9 +108,9 @@ artifacts = Table(
 edges = Table(
     "edges",
     metadata,
-    Column("src", String(64), primary_key=True),
+    Column("src", String(64), ForeignKey("blobs.address", name="fk_edges_src"), primary_key=True),
     Column("role", String(64), primary_key=True),
-    Column("dst", String(64), primary_key=True),
+    Column("dst", String(64), ForeignKey("blobs.address", name="fk_edges_dst"), primary_key=True),
     Index("ix_edges_dst", "dst"),
 )
 
@@ -150,6 +169,64 @@ verified = Table(
     # When a check last found the object without fault (UTC).
     Column("verified_at", DateTime(timezone=True), nullable=False),
     PrimaryKeyConstraint("address", "kind", name="pk_verified"),
+)
+
+roots = Table(
+    "roots",
+    metadata,
+    # The root's name (``default`` for what put and ingest root unless told otherwise).
+    Column("name", String(128), nullable=False),
+    Column(
+        "address", String(64), ForeignKey("blobs.address", name="fk_roots_blob"), nullable=False
+    ),
+    # The entry holds until this time (UTC, the database's clock); NULL: until released.
+    Column("until", DateTime(timezone=True), nullable=True),
+    PrimaryKeyConstraint("name", "address", name="pk_roots"),
+    Index("ix_roots_address", "address"),
+)
+
+leases = Table(
+    "leases",
+    metadata,
+    Column(
+        "address", String(64), ForeignKey("blobs.address", name="fk_leases_blob"), primary_key=True
+    ),
+    # gc leaves the object alone until then (UTC, the database's clock).
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+)
+
+retention_history = Table(
+    "retention_history",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", DateTime(timezone=True), nullable=False),
+    # Who: ``local`` for the CLI and library, a token id for the server.
+    Column("actor", String(128), nullable=False),
+    # What: ``retain``, ``release`` or ``collect``.
+    Column("action", String(32), nullable=False),
+    Column("root", String(128), nullable=True),
+    # The object (64 hex; no foreign key: the history outlives what was collected).
+    Column("address", String(64), nullable=True),
+    # JSON text: e.g. the until time, the bytes freed.
+    Column("detail", Text, nullable=False, server_default="{}"),
+    Index("ix_retention_history_at", "at"),
+)
+
+audits = Table(
+    "audits",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("started_at", DateTime(timezone=True), nullable=False),
+    Column("finished_at", DateTime(timezone=True), nullable=False),
+    Column("actor", String(128), nullable=False),
+    # JSON text: the roots, sample, seed and since the run was asked for.
+    Column("scope", Text, nullable=False),
+    # ``pass`` or ``fail``.
+    Column("verdict", String(16), nullable=False),
+    # JSON text: per root ``{"root", "verdict", "artifacts", "objects", "faults"}``.
+    Column("per_root", Text, nullable=False),
+    # JSON text: every fault (the error dicts).
+    Column("faults", Text, nullable=False),
 )
 
 tokens = Table(

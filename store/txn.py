@@ -136,6 +136,11 @@ class Txn:
         self._writable()
         return _blobs.put_bytes(self.conn, data)
 
+    def binding_batch(self, namespace: str) -> _bindings.BindingBatch:
+        """A :class:`~evstore.bindings.BindingBatch` of ``namespace`` for this transaction."""
+        self._writable()
+        return _bindings.BindingBatch(self.conn, namespace)
+
     # -- artifacts ------------------------------------------------------------------------
     def put_artifact(
         self,
@@ -167,12 +172,13 @@ class Txn:
         kind: str,
         contract_version: str,
         items: Sequence[tuple[Any, ...]],
+        blobs: Sequence[bytes] = (),
     ) -> list[_artifacts.ArtifactResult]:
         """Store many artifacts of one kind in one batch per table.
 
         ``items`` are ``(canonical, edges, attrs)`` or ``(canonical, edges, attrs, warnings)``;
         semantics equal a loop of :meth:`put_artifact` (results in order, ``new`` only for the
-        first occurrence).
+        first occurrence). ``blobs``: plain byte strings stored first, in the same batch.
         """
         self._writable()
         return _artifacts.put_artifacts(
@@ -188,6 +194,7 @@ class Txn:
                 )
                 for item in items
             ],
+            blobs,
         )
 
     def find_attr(self, name: str, value: str, kind: str | None = None) -> list[tuple[str, str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import uuid
@@ -150,3 +151,34 @@ def store_snapshot(store: evstore.Store) -> dict[str, list[tuple]]:
 def snapshot():
     """`snapshot(store)` -> every row and byte of the store, for unchanged-store assertions."""
     return store_snapshot
+
+
+@contextlib.contextmanager
+def tampering(store: evstore.Store):
+    """A write transaction that stores damage past the foreign keys (revision 0006).
+
+    For tests of how check, ls, get and audit report a damaged store (a row deleted or
+    inserted by hand): PostgreSQL skips foreign-key triggers for the transaction
+    (``session_replication_role = replica``); SQLite turns enforcement off for the connection.
+    """
+    import sqlalchemy as sa
+
+    if store.db.backend == "postgresql":
+        with store.db.engine.begin() as conn:
+            conn.execute(sa.text("SET LOCAL session_replication_role = replica"))
+            yield conn
+        return
+    with store.db.engine.connect() as conn:
+        raw = conn.connection.dbapi_connection
+        raw.execute("PRAGMA foreign_keys = OFF")
+        try:
+            with conn.begin():
+                yield conn
+        finally:
+            raw.execute("PRAGMA foreign_keys = ON")
+
+
+@pytest.fixture
+def tamper():
+    """`with tamper(store) as conn:` writes damage past the foreign keys (see tampering)."""
+    return tampering

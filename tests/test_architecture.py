@@ -84,10 +84,12 @@ def test_base_layer_knows_no_contract():
     }
     base = [
         "errors",
+        "error_codes",
         "digests",
         "refs",
         "canonical",
         "db",
+        "db_faults",
         "tables",
         "blobs",
         "artifacts",
@@ -112,7 +114,17 @@ import sys  # noqa: E402
 from functools import cache  # noqa: E402
 
 #: The base layer: knows no contract, no core, no facade.
-BASE = {"errors", "digests", "refs", "canonical", "db", "tables", "settings"}
+BASE = {
+    "errors",
+    "error_codes",
+    "digests",
+    "refs",
+    "canonical",
+    "db",
+    "db_faults",
+    "tables",
+    "settings",
+}
 #: Contract store modules (handlers, bindings, Ops namespaces).
 CONTRACT_STORE = {"fragments", "manifests", "packages", "contexts", "runs", "lineage"}
 #: Module name prefixes of a contract's helper modules (store/fragment_bindings.py, ...).
@@ -133,6 +145,7 @@ RULES_FORBIDDEN = {
     "check",
     "kinds",
     "db",
+    "db_faults",
     "txn",
     "blobs",
     "tables",
@@ -443,6 +456,88 @@ def test_no_module_over_800_lines_no_function_over_100():
     assert not bad, "\n".join(bad)
 
 
+#: Retention (issue 12): leases is imported by blobs and artifacts, so it uses the base layer
+#: only; gc, audit and the store.retention namespace sit below the facade (a Store is passed
+#: in, never imported) and never import a contract module.
+RETENTION = {"leases": BASE, "gc": BASE | {"leases"}}
+RETENTION_NAMESPACE = {"audit", "retention"}
+
+
+def test_retention_modules_sit_below_the_facade():
+    def allowed_in(layer):
+        def allowed(m, target, name, inner):
+            if inner is None and not target.startswith("evstore"):
+                return ""
+            if inner is not None and _short(inner) in layer:
+                return ""
+            return f"{_short(m)} imports only {sorted(layer)}"
+
+        return allowed
+
+    bad = []
+    for module, layer in RETENTION.items():
+        bad += _violations({f"evstore.{module}"}, allowed_in(layer))
+
+    def no_facade(m, target, name, inner):
+        if inner is None:
+            return ""
+        short = _short(inner)
+        if inner == "evstore" or short == "api" or short.startswith("cli"):
+            return "retention modules never import the facade or the CLI"
+        if _is_contract_store(short) or _is_rules(short):
+            return "retention modules know no contract"
+        return ""
+
+    bad += _violations({f"evstore.{m}" for m in RETENTION_NAMESPACE}, no_facade)
+    assert not bad, "\n".join(bad)
+
+
+#: The pure base modules the HTTP client may use beside evstore's public names.
+CLIENT_BASE = {"errors", "digests", "refs", "canonical"}
+
+
+def test_the_client_uses_only_public_names_and_pure_base_modules():
+    client = {m for m in _sources() if m == "evstore.client" or m.startswith("evstore.client.")}
+    assert "evstore.client.remote" in client
+    public = set(evstore.__all__)
+
+    def allowed(m, target, name, inner):
+        top = target.split(".")[0]
+        if top in DB_TOP:
+            return "the client never touches a database"
+        if inner is None:
+            return "" if top != "evstore" else "unknown evstore module"
+        if inner == "evstore.client" or inner.startswith("evstore.client."):
+            return ""
+        if inner == "evstore":
+            return "" if not name or name in public else f"{name} is not in evstore.__all__"
+        if _short(inner) in CLIENT_BASE:
+            return ""
+        return "the client imports evstore's public names and the pure base modules only"
+
+    bad = _violations(client, allowed)
+    assert not bad, "\n".join(bad)
+
+
+def test_only_the_entry_point_imports_the_client():
+    # The client sits above the facade: store modules never import it; evstore.open
+    # (store/connect.py) dispatches to it, and evstore's lazy names load it by name.
+    below = {
+        m
+        for m in _sources()
+        if not m.startswith(("evstore.client", "evstore.cli", "evstore.server"))
+        and m not in {"evstore", "evstore.connect", "evstore.__main__"}
+    }
+
+    def allowed(m, target, name, inner):
+        if inner is not None and inner.startswith("evstore.client"):
+            return "only evstore.connect opens the client"
+        return ""
+
+    bad = _violations(below, allowed)
+    assert not bad, "\n".join(bad)
+
+
 def _is_server(m: str) -> bool:
     return m == "evstore.server" or m.startswith("evstore.server.")
 
@@ -459,18 +554,55 @@ def test_the_server_is_a_layer_above_the_public_surface():
             return "" if not target.startswith("evstore") else "unknown evstore module"
         if inner == "evstore":
             return "" if not name or name in public else f"{name} is not in evstore.__all__"
-        if _is_server(inner):
+        if _is_server(inner) or _is_pages(inner):
             return ""
         return "the server imports evstore's public surface only (evstore.__all__)"
 
     bad = _violations(server, allowed)
-    others = {m for m in _sources() if not _is_server(m)}
+    others = {m for m in _sources() if not _is_server(m) and not _is_pages(m)}
     bad += _violations(
         others,
         lambda m, t, n, inner: (
             "only the lazy public names reach the server"
             if inner is not None and _is_server(inner)
             else ""
+        ),
+    )
+    assert not bad, "\n".join(bad)
+
+
+def _is_pages(m: str) -> bool:
+    return m == "evstore.pages" or m.startswith("evstore.pages.")
+
+
+def test_the_pages_are_a_layer_above_the_public_surface():
+    # store/pages/ (evstore.pages, issue 15) imports evstore's public names, its own modules,
+    # FastAPI/Starlette, Jinja2/MarkupSafe and the standard library; only the server imports
+    # it, and it never imports the server (the server hands it the store and the token check).
+    pages = {m for m in _sources() if _is_pages(m)}
+    assert {"evstore.pages.router", "evstore.pages.views", "evstore.pages.render"} <= pages
+    public = set(evstore.__all__)
+
+    def allowed(m, target, name, inner):
+        top = target.split(".")[0]
+        if inner is None:
+            if top == "evstore":
+                return "unknown evstore module"
+            ok = {"fastapi", "starlette", "jinja2", "markupsafe"}
+            return (
+                "" if top in ok or top in sys.stdlib_module_names else f"{top} is no page library"
+            )
+        if inner == "evstore":
+            return "" if not name or name in public else f"{name} is not in evstore.__all__"
+        if _is_pages(inner):
+            return ""
+        return "the pages import evstore's public surface only (evstore.__all__)"
+
+    bad = _violations(pages, allowed)
+    bad += _violations(
+        {m for m in _sources() if not _is_pages(m) and not _is_server(m)},
+        lambda m, t, n, inner: (
+            "only the server includes the pages" if inner is not None and _is_pages(inner) else ""
         ),
     )
     assert not bad, "\n".join(bad)

@@ -231,3 +231,24 @@ def test_an_old_store_is_checked_in_full_then_incrementally(dump, empty_url):
         assert list(first) == [] and first.checked == objects and first.recorded == objects
         again = store.check(since="1h")
         assert list(again) == [] and again.checked == 0
+
+
+def test_an_old_store_keeps_every_object_rooted_under_default_and_passes_audit(dump, empty_url):
+    """Revision 0006: every object of the old store is reachable from the root `default`, so
+    gc (even with no lease at all) collects nothing; check and audit pass."""
+    _make_old_store(empty_url, dump)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["--store", empty_url, "migrate"]).exit_code == 0
+    blobs = _blob_bytes(dump)
+    with evstore.open(empty_url) as store:
+        store.set_config("gc.lease-seconds", 0)
+        assert [r["root"] for r in store.retention.roots()] == ["default"]
+        audit = store.retention.audit(["default"])
+        assert audit.verdict == "pass", audit.faults
+        assert audit.objects == len(blobs)  # every object is in a closure of `default`
+        assert store.retention.gc(dry_run=True).count == 0
+        assert store.retention.gc().count == 0
+        assert {b["address"][7:] for b in store.iter_blobs()} == set(blobs)
+        assert list(store.check()) == []
+    checked = runner.invoke(cli, ["--store", empty_url, "audit"], catch_exceptions=False)
+    assert checked.exit_code == 0, checked.output

@@ -45,8 +45,8 @@ ROUTER_MODULES: tuple[str, ...] = (
     "queries",  # artifacts, refs, closure, find, ls
     "writes",  # ingest, validate, bundles
     "tokens_routes",  # tokens managed remotely (admin)
-    # "contract_routes",  # contract read commands: quote, excerpt, fragments, ... (client)
-    # "ui",  # HTML pages under P/ui (issue 15, pages)
+    "contract_routes",  # contract read commands: quote, excerpt, fragments, ... (client)
+    "ui",  # HTML pages under P/ui (issue 15, evstore.pages)
 )
 
 #: A store name in ``evstore serve NAME=URL``: its URL prefix is ``/NAME``.

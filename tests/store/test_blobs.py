@@ -131,10 +131,10 @@ def test_sha256_index_corruption_is_reported_by_check(store):
     assert [f.code for f in store.check()] == ["corruption.sha256-index"]
 
 
-def test_tampered_sha256_index_never_answers_for_other_bytes(store):
+def test_tampered_sha256_index_never_answers_for_other_bytes(store, tamper):
     a = store.put(b"AAAA")
     b = store.put(b"BBBB")
-    with store.db.engine.begin() as conn:  # A's row now claims B's SHA-256; B's row is gone
+    with tamper(store) as conn:  # A's row now claims B's SHA-256; B's row is gone
         conn.execute(sa.delete(blobs).where(blobs.c.address == b.digest.blake3))
         conn.execute(
             sa.update(blobs)
@@ -189,10 +189,10 @@ def test_bulk_copy_falls_back_when_a_concurrent_writer_stored_a_row_first(store)
         assert conn.execute(sa.select(sa.func.count()).select_from(blobs)).scalar() == 1200
 
 
-def test_stat_and_has_rehash_before_reporting_digests(store):
+def test_stat_and_has_rehash_before_reporting_digests(store, tamper):
     a = store.put(b"AAAA")
     b = store.put(b"BBBB")
-    with store.db.engine.begin() as conn:
+    with tamper(store) as conn:
         conn.execute(sa.delete(blobs).where(blobs.c.address == a.digest.blake3))
         conn.execute(
             sa.update(blobs)
@@ -313,11 +313,11 @@ def test_api_get_and_load_by_blake3_refuse_a_tampered_sha256_column(store):
     ]
 
 
-def test_ls_and_find_show_an_artifact_whose_blob_row_is_missing(store):
+def test_ls_and_find_show_an_artifact_whose_blob_row_is_missing(store, tamper):
     from evstore import Document
 
     a, b = store.ingest([Document(b'{"a": 1}'), Document(b'{"b": 2}')]).results
-    with store.db.engine.begin() as conn:
+    with tamper(store) as conn:
         conn.execute(sa.delete(blobs).where(blobs.c.address == a.digest.blake3))
     listed = {i.address: i for i in store.ls()}
     assert set(listed) == {a.digest.address, b.digest.address}

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
+from conftest import tampering
 from sqlalchemy import event
 
 import evstore
@@ -118,7 +119,7 @@ def _tampered(store) -> dict[str, str]:
     _set(store, blobs, blobs.c.address == jsons[3], data=b'{"n":3,"text":"tampered!!"}')
     odd = store.put(b'{"b":1, "a":2}').digest.blake3  # not canonical, stored as an artifact
     now = dt.datetime.now(dt.UTC)
-    with store.db.engine.begin() as conn:
+    with tampering(store) as conn:  # an artifact row without its blob: past the foreign keys
         conn.execute(
             sa.insert(artifacts),
             [

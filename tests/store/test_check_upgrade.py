@@ -47,7 +47,7 @@ def test_a_0003_store_migrates_to_0004_checks_and_records(store_url):
     with pytest.raises(evstore.StoreStateError) as exc:
         evstore.open(store_url)
     assert exc.value.code == "store.schema-behind"
-    assert evstore.migrate(store_url)["to"] == head_revision()  # 0004 and every later one
+    assert evstore.migrate(store_url)["to"] == head_revision()  # 0004 and any later revision
     with evstore.open(store_url) as s:
         run = s.check(since="1h")  # nothing was ever verified: everything is due
         assert list(run) == [] and run.checked == 7 and run.recorded == 7

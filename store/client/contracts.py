@@ -1,0 +1,324 @@
+"""The contract read namespaces of a :class:`~evstore.client.remote.RemoteStore`.
+
+Each method answers as the local namespace's (store/fragments.py, manifests.py, packages.py,
+contexts.py, runs.py) over the contract routes of docs/http.md, and checks what it can
+against bytes it verified itself:
+
+* ``fragments.quote``: the quoted bytes must hash to the fragment's ``quote_sha256`` (the
+  fragment itself is fetched by its ref and verified) and span its offsets.
+* ``manifests.content``: the manifest is found by its ``manifest/ref``, fetched and verified
+  by address, and its ``content/ref`` fetched and verified by digest: no trust in the server.
+* ``packages.export``: the wrapped package must hash to the wrapper's address, and to the
+  ref asked for.
+* ``contexts.excerpt_bytes``: the canonical bytes are made here from the units received and
+  must hash to the address the server computed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import tarfile
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import ArtifactResult, Document
+from ..canonical import dumps, loads
+from ..digests import Digest, digest_bytes
+from ..errors import EvstoreError, error
+from ..refs import parse_ref
+from .http import unsupported
+from .shapes import artifact_info
+
+__all__ = [
+    "RemoteClosure",
+    "RemoteContexts",
+    "RemoteExcerpt",
+    "RemoteFragments",
+    "RemoteManifests",
+    "RemotePackages",
+    "RemoteRunReport",
+    "RemoteRuns",
+]
+
+
+def _seg(ref: str) -> str:
+    return urllib.parse.quote(ref, safe=":")
+
+
+def _mismatch(store: Any, what: str, **details: Any) -> EvstoreError:
+    return error("remote.digest", f"{store.url}: {what}; discarded", url=store.url, **details)
+
+
+class _Namespace:
+    """A contract namespace of a remote store; what it lacks is ``remote.unsupported``."""
+
+    area = ""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        raise unsupported(f"{self.area}.{name}")
+
+
+class RemoteFragments(_Namespace):
+    """``store.fragments`` of a remote store: quote, by_document, sources."""
+
+    area = "fragments"
+
+    def ingest_source(
+        self,
+        data: bytes,
+        document_id: str,
+        fragment_id: str,
+        revision_checksum: str | None = None,
+        *,
+        name: str = "-",
+    ) -> Any:
+        """Register content bytes of a fragment pair: the local method's record, ingested
+        on the server with the bytes supplied (one transaction there). Raises as locally.
+        """  # noqa: D205
+        raw = bytes(data)
+        record: dict[str, Any] = {
+            "document_id": document_id,
+            "fragment_id": fragment_id,
+            "content_sha256": hashlib.sha256(raw).hexdigest(),
+        }
+        if revision_checksum is not None:
+            record["revision_checksum"] = revision_checksum
+        try:
+            canonical = dumps(record)
+        except (TypeError, EvstoreError):
+            raise error("fragment.shape", "document_id and fragment_id must be strings") from None
+        doc = Document(canonical, name=name, kind="fragment-source")
+        return self.store.ingest([doc], supplied=[raw]).results[0]
+
+    def quote(self, ref: str) -> bytes:
+        """The exact quoted bytes of a stored fragment (``GET /v1/fragments/{ref}/quote``).
+
+        Raises as the local ``fragments.quote``; ``remote.digest`` when the bytes do not
+        hash to the fragment's quote_sha256 or do not span its offsets.
+        """
+        parse_ref(ref)
+        data = self.store.http.request(
+            "GET", f"v1/fragments/{_seg(ref)}/quote", idempotent=True
+        ).content
+        frag = self.store.load(ref)
+        try:
+            want = str(frag["quote_sha256"])
+            span = int(frag["end_offset"]) - int(frag["start_offset"])
+        except (KeyError, TypeError, ValueError):
+            raise self.store.http.protocol(f"{ref} is not a fragment") from None
+        if hashlib.sha256(data).hexdigest() != want or len(data) != span:
+            raise _mismatch(self.store, f"the quote received for {ref} is not its quote", ref=ref)
+        return data
+
+    def by_document(self, document_id: str) -> list[Any]:
+        """Stored fragments of one document_id, oldest first (``GET /v1/fragments``)."""
+        out = self.store.http.json("GET", "v1/fragments", params={"document_id": document_id})
+        return [artifact_info(r) for r in out["fragments"]]
+
+    def sources(self, document_id: str, fragment_id: str) -> list[Any]:
+        """The ``fragment-source`` records of a pair (``GET /v1/fragment-sources``)."""
+        out = self.store.http.json(
+            "GET",
+            "v1/fragment-sources",
+            params={"document_id": document_id, "fragment_id": fragment_id},
+        )
+        return [artifact_info(r) for r in out["sources"]]
+
+    def find(self, quote_sha256: str) -> list[Any]:
+        """Stored fragments whose quote_sha256 is ``quote_sha256`` (oldest first)."""
+        return self.store.find("quote_sha256", quote_sha256, kind="fragment")
+
+
+class RemoteManifests(_Namespace):
+    """``store.manifests`` of a remote store: find, load, content (all verified here)."""
+
+    area = "manifests"
+
+    def find(self, manifest_ref: str) -> list[Any]:
+        """Stored manifests with this ``manifest/ref``, oldest first."""
+        return self.store.find("manifest_ref", manifest_ref, kind="manifest")
+
+    def load(self, manifest_ref: str) -> dict[str, Any]:
+        """The stored manifest with this ``manifest/ref``, parsed (bytes verified).
+
+        Raises:
+            NotFound: ``not-found.artifact`` when no manifest has that ref.
+        """
+        found = self.find(manifest_ref)
+        if not found:
+            raise error(
+                "not-found.artifact",
+                f"no manifest with manifest/ref {manifest_ref!r}",
+                manifest_ref=manifest_ref,
+            )
+        loaded: dict[str, Any] = self.store.load(found[0].address)
+        return loaded
+
+    def content(self, manifest_ref: str) -> bytes:
+        """The rendered content of the stored manifest, fetched by its content/ref, verified."""
+        return self.store.get(self.load(manifest_ref)["content/ref"])
+
+
+class RemotePackages(_Namespace):
+    """``store.packages`` of a remote store: export."""
+
+    area = "packages"
+
+    def export(self, ref: str) -> bytes:
+        """A stored package with its observations (``GET /v1/packages/{ref}/export``).
+
+        The wrapper is canonical JSON whose ``package`` must hash to its ``address`` (and to
+        ``ref`` when ``ref`` is a content ref; a package id must be the package's ``id``).
+        """
+        data = self.store.http.request(
+            "GET", f"v1/packages/{_seg(ref)}/export", idempotent=True
+        ).content
+        try:
+            wrapper = loads(data)
+            package = wrapper["package"]
+            digest = digest_bytes(dumps(package))
+            address = str(wrapper["address"])
+        except (EvstoreError, KeyError, TypeError):
+            raise self.store.http.protocol(f"the export of {ref} is not an export") from None
+        fits = digest.address == address
+        if ":" in ref:
+            parsed = parse_ref(ref)
+            fits = fits and parsed.hex == (
+                digest.blake3 if parsed.algorithm == "blake3" else digest.sha256
+            )
+        elif isinstance(package, dict):
+            fits = fits and str(package.get("id", "")).lower() == ref.strip().lower()
+        if not fits:
+            raise _mismatch(self.store, f"the package exported for {ref} is not it", ref=ref)
+        return data
+
+
+@dataclass(frozen=True)
+class RemoteExcerpt:
+    """An excerpt as the local ``contexts.excerpt_bytes`` gives it: units, bytes, digest."""
+
+    units: list[dict[str, Any]]
+    data: bytes
+    digest: Digest
+
+
+class RemoteContexts(_Namespace):
+    """``store.contexts`` of a remote store: excerpt, excerpt_bytes."""
+
+    area = "contexts"
+
+    def excerpt(self, source_ref: str, ranges: Any, window: int) -> list[dict[str, Any]]:
+        """The units selected from a stored source document (notarius v1 selection rule)."""
+        return self.excerpt_bytes(source_ref, ranges, window).units
+
+    def excerpt_bytes(self, source_ref: str, ranges: Any, window: int) -> RemoteExcerpt:
+        """``GET /v1/contexts/{ref}/excerpt?range=S:E&window=N``; the bytes made here."""
+        parse_ref(source_ref)
+        params = [("range", f"{a}:{b}") for a, b in ranges] + [("window", str(window))]
+        out = self.store.http.json("GET", f"v1/contexts/{_seg(source_ref)}/excerpt", params=params)
+        units = out.get("excerpt") if isinstance(out, dict) else None
+        if not isinstance(units, list):
+            raise self.store.http.protocol("the answer is not an excerpt")
+        data = dumps(units)
+        digest = digest_bytes(data)
+        if digest.address != out.get("address"):
+            raise _mismatch(self.store, f"the excerpt of {source_ref} is not its address")
+        return RemoteExcerpt(units, data, digest)
+
+
+@dataclass
+class RemoteClosure:
+    """A closure as the server walked and verified it (the local ``Closure``'s shape)."""
+
+    root: str
+    items: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when every object is present and intact."""
+        return all(item["ok"] for item in self.items)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"ok": self.ok, "root": self.root, "objects": len(self.items), "items": self.items}
+
+
+@dataclass
+class RemoteRunReport:
+    """What ingesting a bundle did (the local ``RunReport``'s shape)."""
+
+    record: Any
+    files: dict[str, Any]
+    tree: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"ok": True, "run": self.record.to_dict(), "files": self.files, "record": self.tree}
+
+
+def _bundle_tar(directory: str) -> bytes:
+    """The bundle directory as an uncompressed tar (regular files and folders, relative)."""
+    if not os.path.isdir(directory):
+        raise error("bundle.unreadable", f"{directory} is not a directory", path=directory)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for root, dirs, files in os.walk(directory):
+            dirs.sort()
+            for name in sorted(files):
+                full = os.path.join(root, name)
+                tar.add(full, arcname=os.path.relpath(full, directory), recursive=False)
+    return buf.getvalue()
+
+
+class RemoteRuns(_Namespace):
+    """``store.runs`` of a remote store: runs, refs, closure, ingest_bundle."""
+
+    area = "runs"
+
+    def runs(self) -> list[dict[str, Any]]:
+        """Every run record, oldest first (``GET /v1/runs``)."""
+        out: list[dict[str, Any]] = self.store.http.json("GET", "v1/runs")["runs"]
+        return out
+
+    def refs(self, ref: str, *, transitive: bool = False) -> list[dict[str, Any]]:
+        """The artifacts that refer to ``ref`` (``GET /v1/refs/{ref}[?all=1]``)."""
+        parse_ref(ref)
+        out = self.store.http.json(
+            "GET", f"v1/refs/{_seg(ref)}", params={"all": "1"} if transitive else None
+        )
+        rows: list[dict[str, Any]] = out["refs"]
+        return rows
+
+    def closure(self, ref: str) -> RemoteClosure:
+        """Everything ``ref`` needs, verified by the server (``GET /v1/closure/{ref}``)."""
+        parse_ref(ref)
+        out = self.store.http.json("GET", f"v1/closure/{_seg(ref)}")
+        return RemoteClosure(str(out["root"]), list(out["items"]))
+
+    def ingest_bundle(
+        self, directory: str, *, source_document: str | None = None, progress: Any = None
+    ) -> RemoteRunReport:
+        """Send the bundle DIRECTORY as a tar (``POST /v1/bundles``); one transaction there."""
+        params = {"source_document": source_document} if source_document else None
+        out = self.store.http.json(
+            "POST",
+            "v1/bundles",
+            idempotent=False,
+            params=params,
+            body=lambda: _bundle_tar(directory),
+            headers={"Content-Type": "application/x-tar"},
+        )
+        run = dict(out["run"])
+        digest = Digest(str(run.pop("address")).removeprefix("blake3:"), "", int(run.pop("size")))
+        stat = self.store.stat(digest.address)
+        digest = Digest(digest.blake3, str(stat["sha256"]).removeprefix("sha256:"), digest.size)
+        record = ArtifactResult(digest, str(run.pop("kind")), bool(run.pop("new")), (), run)
+        return RemoteRunReport(record, dict(out["files"]), dict(out["record"]))

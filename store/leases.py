@@ -1,0 +1,324 @@
+"""Leases, implicit roots and the retention clock: what every write does for the collector.
+
+The collector (store/gc.py) deletes an object only when no edge refers to it, no root holds
+it and its lease has expired, re-checked on the row inside the delete. This module gives
+writers their side of that agreement (docs/design.md#retention-and-garbage-collection):
+
+* :func:`hold` locks the blob rows a write is about to refer to (PostgreSQL ``FOR KEY SHARE``
+  until the commit; SQLite has one writer at a time), reports those that are gone and extends
+  their leases: a write never commits an edge to an object collected in between.
+* Every blob a write stores or finds stored is locked by the write's own lookup
+  (evstore.blobs) and leased; at the commit the write roots what it wrote under the root of
+  the calling context (:func:`rooting`; ``default`` unless told otherwise): the artifacts an
+  ingest accepted, or the blobs a put stored. The task runs once per transaction, just before
+  the commit (evstore.db ``BEFORE_COMMIT``): one statement per table.
+* :func:`record` writes the retention history (retain, release, collect) and calls the
+  functions in :data:`HISTORY_HOOKS` inside the same transaction (a tamper-evident log hooks
+  in here).
+* :func:`db_now` is the database's clock plus :data:`CLOCK`'s offset (tests move time).
+
+:data:`STEP_HOOK` lets tests run a collection at each step of a write: ``"bytes stored"``,
+``"lease extended"``, ``"edges written"`` and ``"commit"``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import datetime as _dt
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from .db import BEFORE_COMMIT
+from .errors import error
+from .settings import load_settings, setting
+from .tables import retention_history
+
+__all__ = [
+    "ACTOR",
+    "CLOCK",
+    "Clock",
+    "DEFAULT_ROOT",
+    "HISTORY_HOOKS",
+    "Pending",
+    "ROOT",
+    "STEP_HOOK",
+    "check_root_name",
+    "db_now",
+    "hold",
+    "note_artifacts",
+    "note_blobs",
+    "pending",
+    "record",
+    "rooting",
+    "sql_time",
+    "step",
+]
+
+#: The root every write uses unless the caller names another.
+DEFAULT_ROOT = "default"
+#: The root of writes in the current context (see :func:`rooting`).
+ROOT: contextvars.ContextVar[str] = contextvars.ContextVar("evstore_root", default=DEFAULT_ROOT)
+#: Who acts in the current context: ``local`` for the CLI and library, a token id for the server.
+ACTOR: contextvars.ContextVar[str] = contextvars.ContextVar("evstore_actor", default="local")
+#: ``hook(step)`` called at each step of a write (tests only); see the module docstring.
+STEP_HOOK: list[Callable[[str], None]] = []
+#: ``hook(conn, events)`` called inside the transaction that records history ``events``.
+HISTORY_HOOKS: list[Callable[[Connection, list[dict[str, Any]]], None]] = []
+
+_ROOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,127}$")
+_IN = 500  # SQLite bound parameters per IN list
+
+
+@dataclass
+class Clock:
+    """The retention clock: the database's time plus :attr:`offset` (tests advance it)."""
+
+    offset: _dt.timedelta = _dt.timedelta(0)
+
+
+#: The one clock offset of this process.
+CLOCK = Clock()
+
+
+def step(name: str) -> None:
+    """Run the test hooks for write step ``name`` (no-op in normal use)."""
+    for hook in STEP_HOOK:
+        hook(name)
+
+
+def check_root_name(name: str) -> str:
+    """``name`` if it is a valid root name (1-128 of ``A-Z a-z 0-9 . _ : @ / + -``).
+
+    Raises:
+        InputError: ``root.name``.
+    """
+    if not isinstance(name, str) or not _ROOT_NAME.match(name):
+        raise error(
+            "root.name",
+            f"{name!r} is no root name: 1-128 characters of letters, digits and . _ : @ / + -,"
+            " starting with a letter or digit",
+            root=str(name),
+        )
+    return name
+
+
+@contextlib.contextmanager
+def rooting(root: str = DEFAULT_ROOT, actor: str = "local") -> Iterator[None]:
+    """Writes inside this context root what they write under ``root``, acting as ``actor``.
+
+    Raises:
+        InputError: ``root.name``.
+    """
+    tokens = (ROOT.set(check_root_name(root)), ACTOR.set(actor))
+    try:
+        yield
+    finally:
+        ROOT.reset(tokens[0])
+        ACTOR.reset(tokens[1])
+
+
+def db_now(conn: Connection) -> _dt.datetime:
+    """The database's current time (UTC, aware) plus the clock offset.
+
+    PostgreSQL: ``now()`` (the transaction's start); SQLite: ``strftime('%f', 'now')``.
+    """
+    if conn.dialect.name == "postgresql":
+        value = conn.exec_driver_sql("SELECT now()").scalar_one()
+    else:
+        text = conn.exec_driver_sql("SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')").scalar_one()
+        value = _dt.datetime.fromisoformat(text).replace(tzinfo=_dt.UTC)
+    return value.astimezone(_dt.UTC) + CLOCK.offset  # type: ignore[no-any-return]
+
+
+def sql_time(conn: Connection, when: _dt.datetime) -> Any:
+    """A driver parameter for ``when`` in a DateTime column (SQLite keeps naive UTC text)."""
+    if conn.dialect.name == "postgresql":
+        return when
+    return when.astimezone(_dt.UTC).replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+@dataclass
+class Pending:
+    """What the current write transaction stored, for its before-commit task.
+
+    Attributes:
+        root: the root its artifacts (or, without artifacts, its blobs) are rooted under.
+        blobs: addresses of every blob it stored or found stored.
+        artifacts: addresses of every artifact it stored or found stored.
+        leased: addresses whose lease it already extended.
+    """
+
+    root: str
+    now: _dt.datetime
+    lease_seconds: int
+    blobs: set[str] = field(default_factory=set)
+    artifacts: set[str] = field(default_factory=set)
+    leased: set[str] = field(default_factory=set)
+
+    @property
+    def expires(self) -> _dt.datetime:
+        """When a lease taken now expires."""
+        return self.now + _dt.timedelta(seconds=self.lease_seconds)
+
+    def __call__(self, conn: Connection) -> None:
+        """Root and lease what the transaction wrote (one statement per table), then commit."""
+        rooted = sorted(self.artifacts or self.blobs)
+        if rooted:
+            _insert_roots(conn, self.root, rooted)
+        _extend(conn, self, sorted((self.blobs | self.artifacts) - self.leased))
+        step("commit")
+
+
+def pending(conn: Connection) -> Pending:
+    """The current transaction's :class:`Pending` (made on first use, settings read once)."""
+    task = conn.info.get(BEFORE_COMMIT)
+    if isinstance(task, Pending):
+        return task
+    seconds = setting(load_settings(conn), "gc.lease-seconds")
+    task = Pending(ROOT.get(), db_now(conn), max(0, int(seconds)))
+    conn.info[BEFORE_COMMIT] = task
+    return task
+
+
+def note_blobs(conn: Connection, addresses: Iterable[str]) -> None:
+    """Record blobs a write stored or found stored (rooted at commit when no artifact is)."""
+    pending(conn).blobs.update(addresses)
+
+
+def note_artifacts(conn: Connection, addresses: Iterable[str]) -> None:
+    """Record artifacts a write stored or found stored (rooted at commit)."""
+    pending(conn).artifacts.update(addresses)
+
+
+def _insert_roots(conn: Connection, root: str, addresses: Sequence[str]) -> None:
+    sql = "INSERT INTO roots (name, address) VALUES ({0}, {0}) ON CONFLICT DO NOTHING"
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(
+            "INSERT INTO roots (name, address) SELECT %s, a FROM unnest(%s::text[]) AS t(a)"
+            " ON CONFLICT DO NOTHING",
+            (root, list(addresses)),
+        )
+        return
+    conn.exec_driver_sql(sql.format("?"), [(root, a) for a in addresses])
+
+
+def _extend(conn: Connection, task: Pending, addresses: Sequence[str]) -> None:
+    """Extend the leases of ``addresses`` to ``task.expires`` (one statement).
+
+    A lease is only ever lengthened, and only rewritten when less than half of it remains:
+    every write leaves at least half a lease ahead of what it found or stored, and an
+    object written again and again (a shared source) costs no row update each time.
+    """
+    task.leased.update(addresses)
+    if not addresses or task.lease_seconds <= 0:
+        return  # a zero lease protects nothing: no row needed
+    half = task.now + _dt.timedelta(seconds=task.lease_seconds / 2)
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(
+            "INSERT INTO leases (address, expires_at) SELECT a, %s FROM unnest(%s::text[])"
+            " AS t(a) ON CONFLICT (address) DO UPDATE SET expires_at = excluded.expires_at"
+            " WHERE leases.expires_at < %s",
+            (task.expires, list(addresses), half),
+        )
+        return
+    stamp, when = sql_time(conn, task.expires), sql_time(conn, half)
+    conn.exec_driver_sql(
+        "INSERT INTO leases (address, expires_at) VALUES (?, ?) ON CONFLICT (address)"
+        " DO UPDATE SET expires_at = excluded.expires_at WHERE leases.expires_at < ?",
+        [(a, stamp, when) for a in addresses],
+    )
+
+
+def _present_locked(conn: Connection, addresses: Sequence[str]) -> set[str]:
+    """Which of ``addresses`` are stored, each row locked against deletion until the commit."""
+    if conn.dialect.name == "postgresql":
+        return {
+            r[0]
+            for r in conn.exec_driver_sql(
+                "SELECT address FROM blobs WHERE address = ANY(%s) ORDER BY address FOR KEY SHARE",
+                (list(addresses),),
+            )
+        }
+    found: set[str] = set()
+    for i in range(0, len(addresses), _IN):
+        part = tuple(addresses[i : i + _IN])
+        sql = f"SELECT address FROM blobs WHERE address IN ({','.join('?' * len(part))})"
+        found.update(r[0] for r in conn.exec_driver_sql(sql, part))
+    return found
+
+
+def hold(conn: Connection, addresses: Iterable[str]) -> list[str]:
+    """Lock the stored blobs among ``addresses``, extend their leases; return the absent ones.
+
+    Called by a write before it refers to objects (edges), and by an upload's existence check
+    (evstore.retention ``missing``). PostgreSQL: ``SELECT ... FOR KEY SHARE`` holds each row
+    until the commit, so the collector (``FOR UPDATE SKIP LOCKED``) cannot delete it; a row
+    the collector deleted first is not returned. SQLite: one writer at a time, so the rows
+    found stay until the commit.
+
+    Returns:
+        The addresses (64 hex) not stored, sorted.
+    """
+    wanted = sorted(set(addresses))
+    if not wanted:
+        return []
+    present = _present_locked(conn, wanted)
+    task = pending(conn)
+    _extend(conn, task, sorted(present - task.leased))
+    return [a for a in wanted if a not in present]
+
+
+def record(
+    conn: Connection,
+    action: str,
+    *,
+    root: str | None = None,
+    addresses: Sequence[str] = (),
+    detail: dict[str, Any] | None = None,
+    details: Sequence[dict[str, Any]] | None = None,
+    now: _dt.datetime | None = None,
+) -> list[dict[str, Any]]:
+    """Write retention history rows (the one place retain, release and collection record).
+
+    One row per address (or one row without address when ``addresses`` is empty), with the
+    actor of the current context (:data:`ACTOR`) and the database's time; then every
+    function in :data:`HISTORY_HOOKS` is called with the same events, in this transaction.
+
+    Args:
+        conn: the write transaction of the operation recorded.
+        action: ``retain``, ``release`` or ``collect``.
+        root: the root acted on (None for a collection).
+        addresses: the objects (64 hex).
+        detail: JSON-ready facts shared by every row.
+        details: JSON-ready facts per address (instead of ``detail``).
+        now: the event time (default: :func:`db_now`).
+
+    Returns:
+        The events written: ``{"at", "actor", "action", "root", "address", "detail"}``.
+    """
+    at = now or db_now(conn)
+    actor = ACTOR.get()
+    per = list(details) if details is not None else [detail or {}] * max(1, len(addresses))
+    rows = [
+        {
+            "at": at,
+            "actor": actor,
+            "action": action,
+            "root": root,
+            "address": a,
+            "detail": json.dumps(d, sort_keys=True),
+        }
+        for a, d in zip(list(addresses) or [None], per, strict=True)  # type: ignore[list-item]
+    ]
+    conn.execute(sa.insert(retention_history), rows)
+    events = [{**r, "detail": d} for r, d in zip(rows, per, strict=True)]
+    for hook in HISTORY_HOOKS:
+        hook(conn, events)
+    return events
