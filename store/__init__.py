@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from .package_context import context_size as package_context_size
     from .package_rules import normalize_uuid
     from .refs import ContentRef, parse_ref
+    from .review import bindings_of_fragment, edges_from, kind_counts, verify_now
     from .tokens import create_token, list_tokens, revoke_token, token_scope
 
 # open, init and migrate (store/connect.py) and RemoteStore (store/client/) are not imported
@@ -82,15 +83,18 @@ _SOURCES: dict[str, str] = {
     "ServerLimits": "server.limits:Limits",
     "Store": "api",
     "StoreStateError": "errors",
+    "bindings_of_fragment": "review",
     "check_kind": "kinds",
     "create_app": "server.app",
     "create_token": "tokens",
     "describe_artifact": "describe",
     "digest_bytes": "digests",
     "dumps": "canonical",
+    "edges_from": "review",
     "error": "errors",
     "fragment_scope": "fragment_rules:scope_from_parts",
     "init": "connect",
+    "kind_counts": "review",
     "known_kinds": "kinds",
     "list_tokens": "tokens",
     "loads": "canonical",
@@ -106,6 +110,7 @@ _SOURCES: dict[str, str] = {
     "serve": "server.run",
     "token_scope": "tokens",
     "verify_log_proof": "log:verify_proof",
+    "verify_now": "review",
 }
 
 __all__ = [
@@ -130,15 +135,18 @@ __all__ = [
     "ServerLimits",
     "Store",
     "StoreStateError",
+    "bindings_of_fragment",
     "check_kind",
     "create_app",
     "create_token",
     "describe_artifact",
     "digest_bytes",
     "dumps",
+    "edges_from",
     "error",
     "fragment_scope",
     "init",
+    "kind_counts",
     "known_kinds",
     "list_tokens",
     "loads",
@@ -154,6 +162,7 @@ __all__ = [
     "serve",
     "token_scope",
     "verify_log_proof",
+    "verify_now",
 ]
 
 

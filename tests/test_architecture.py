@@ -554,18 +554,55 @@ def test_the_server_is_a_layer_above_the_public_surface():
             return "" if not target.startswith("evstore") else "unknown evstore module"
         if inner == "evstore":
             return "" if not name or name in public else f"{name} is not in evstore.__all__"
-        if _is_server(inner):
+        if _is_server(inner) or _is_pages(inner):
             return ""
         return "the server imports evstore's public surface only (evstore.__all__)"
 
     bad = _violations(server, allowed)
-    others = {m for m in _sources() if not _is_server(m)}
+    others = {m for m in _sources() if not _is_server(m) and not _is_pages(m)}
     bad += _violations(
         others,
         lambda m, t, n, inner: (
             "only the lazy public names reach the server"
             if inner is not None and _is_server(inner)
             else ""
+        ),
+    )
+    assert not bad, "\n".join(bad)
+
+
+def _is_pages(m: str) -> bool:
+    return m == "evstore.pages" or m.startswith("evstore.pages.")
+
+
+def test_the_pages_are_a_layer_above_the_public_surface():
+    # store/pages/ (evstore.pages, issue 15) imports evstore's public names, its own modules,
+    # FastAPI/Starlette, Jinja2/MarkupSafe and the standard library; only the server imports
+    # it, and it never imports the server (the server hands it the store and the token check).
+    pages = {m for m in _sources() if _is_pages(m)}
+    assert {"evstore.pages.router", "evstore.pages.views", "evstore.pages.render"} <= pages
+    public = set(evstore.__all__)
+
+    def allowed(m, target, name, inner):
+        top = target.split(".")[0]
+        if inner is None:
+            if top == "evstore":
+                return "unknown evstore module"
+            ok = {"fastapi", "starlette", "jinja2", "markupsafe"}
+            return (
+                "" if top in ok or top in sys.stdlib_module_names else f"{top} is no page library"
+            )
+        if inner == "evstore":
+            return "" if not name or name in public else f"{name} is not in evstore.__all__"
+        if _is_pages(inner):
+            return ""
+        return "the pages import evstore's public surface only (evstore.__all__)"
+
+    bad = _violations(pages, allowed)
+    bad += _violations(
+        {m for m in _sources() if not _is_pages(m) and not _is_server(m)},
+        lambda m, t, n, inner: (
+            "only the server includes the pages" if inner is not None and _is_pages(inner) else ""
         ),
     )
     assert not bad, "\n".join(bad)

@@ -47,7 +47,7 @@ ROUTER_MODULES: tuple[str, ...] = (
     "tokens_routes",  # tokens managed remotely (admin)
     "contract_routes",  # contract read commands: quote, excerpt, fragments, ... (client)
     "log_routes",  # the tamper-evident log: checkpoint, entries, proofs (docs/log.md)
-    # "ui",  # HTML pages under P/ui (issue 15, pages)
+    "ui",  # HTML pages under P/ui (issue 15, evstore.pages)
 )
 
 #: A store name in ``evstore serve NAME=URL``: its URL prefix is ``/NAME``.
