@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .api import Store, init, migrate, open
+    from .archive import export_archive, import_archive, verify_archive
+    from .archive_layout import Limits as ArchiveLimits
     from .artifacts import ArtifactInfo, ArtifactResult, Document, IngestReport
     from .blobs import PutResult
     from .canonical import dumps, loads
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
 #: Public name -> the module (under evstore) that defines it, or "module:attribute" where the
 #: public name differs from the module's own.
 _SOURCES: dict[str, str] = {
+    "ArchiveLimits": "archive_layout:Limits",
     "ArtifactInfo": "artifacts",
     "ArtifactResult": "artifacts",
     "BindingConflict": "errors",
@@ -70,7 +73,9 @@ _SOURCES: dict[str, str] = {
     "digest_bytes": "digests",
     "dumps": "canonical",
     "error": "errors",
+    "export_archive": "archive",
     "fragment_scope": "fragment_rules:scope_from_parts",
+    "import_archive": "archive",
     "init": "api",
     "known_kinds": "kinds",
     "loads": "canonical",
@@ -80,9 +85,11 @@ _SOURCES: dict[str, str] = {
     "open": "api",
     "package_context_size": "package_context:context_size",
     "parse_ref": "refs",
+    "verify_archive": "archive",
 }
 
 __all__ = [
+    "ArchiveLimits",
     "ArtifactInfo",
     "ArtifactResult",
     "BindingConflict",
@@ -105,7 +112,9 @@ __all__ = [
     "digest_bytes",
     "dumps",
     "error",
+    "export_archive",
     "fragment_scope",
+    "import_archive",
     "init",
     "known_kinds",
     "loads",
@@ -115,6 +124,7 @@ __all__ = [
     "open",
     "package_context_size",
     "parse_ref",
+    "verify_archive",
 ]
 
 
