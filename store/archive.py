@@ -301,7 +301,10 @@ class _Writer:
 
     def add(self, name: str, size: int, chunks: Iterator[bytes]) -> None:
         if self._tf is not None:
-            self._tf.addfile(tar_info(name, size), _ChunkReader(chunks))  # type: ignore[arg-type]
+            reader = _ChunkReader(chunks)
+            self._tf.addfile(tar_info(name, size), reader)  # type: ignore[arg-type]
+            for _ in chunks:  # run the iterator to its end: iter_checked verifies there
+                pass
             return
         with open(os.path.join(self.tmp, name), "wb") as fh:
             for chunk in chunks:
