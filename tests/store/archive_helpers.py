@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import uuid
 from pathlib import Path
@@ -48,19 +49,32 @@ def populate(store: evstore.Store, shared: Path | None) -> None:
         )
 
 
+PG_ADMIN = os.environ.get("EVSTORE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def pg_exec(sql: str) -> None:
+    """Run one statement on the PostgreSQL server of the tests (as tests/conftest.py does)."""
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(sql)
+
+
+def pg_database(request: pytest.FixtureRequest, template: str) -> str:
+    """URL of a new database made from ``template``, dropped when ``request`` ends."""
+    name = f"evt_{uuid.uuid4().hex[:16]}"
+    pg_exec(f"CREATE DATABASE {name} TEMPLATE {template}")
+    request.addfinalizer(lambda: pg_exec(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+    return f"{PG_ADMIN.rsplit('/', 1)[0]}/{name}"
+
+
 def fresh_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A new, migrated, empty store on ``backend`` (dropped at the end of the test)."""
-    from conftest import _pg_exec, _pg_url
-
     if backend == "sqlite":
         path = tmp_path / f"s-{uuid.uuid4().hex[:8]}.db"
         shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
         return f"sqlite:///{path}"
-    template = request.getfixturevalue("pg_template")
-    name = f"evt_{uuid.uuid4().hex[:16]}"
-    _pg_exec(f"CREATE DATABASE {name} TEMPLATE {template}")
-    request.addfinalizer(lambda: _pg_exec(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-    return _pg_url(name)
+    return pg_database(request, request.getfixturevalue("pg_template"))
 
 
 # --------------------------------------------------------------------------- layout surgery

@@ -10,56 +10,16 @@ import hashlib
 import io
 import json
 import os
-import shutil
 import tarfile
-import uuid
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from archive_helpers import REVISION, Layout, fresh_url, populate
+from archive_helpers import REVISION, Layout
 
 import evstore
 from evstore.canonical import dumps
 from evstore.kinds import KINDS
-
-
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def source(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
-    """``(backend, url, roots)``: store A, holding every kind; roots: every artifact address."""
-    backend = request.param
-    if backend == "sqlite":
-        path = tmp_path_factory.mktemp("archive-a") / "a.db"
-        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
-        url = f"sqlite:///{path}"
-    else:
-        from conftest import _pg_exec, _pg_url
-
-        template = request.getfixturevalue("pg_template")
-        name = f"evt_{uuid.uuid4().hex[:16]}"
-        _pg_exec(f"CREATE DATABASE {name} TEMPLATE {template}")
-        request.addfinalizer(lambda: _pg_exec(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        url = _pg_url(name)
-    shared = request.getfixturevalue("shared_dir")
-    with evstore.open(url) as store:
-        populate(store, shared)
-        roots = sorted({a.address for a in store.ls()})
-    return backend, url, roots
-
-
-@pytest.fixture
-def fresh(source, request: pytest.FixtureRequest, tmp_path: Path):
-    """``fresh()`` -> an open, empty store on store A's backend (closed at the end)."""
-    opened: list[evstore.Store] = []
-
-    def make() -> evstore.Store:
-        s = evstore.open(fresh_url(source[0], request, tmp_path))
-        opened.append(s)
-        return s
-
-    yield make
-    for s in opened:
-        s.close()
 
 
 def _export(url: str, refs, out: Path, **kw) -> evstore.ExportReport:  # type: ignore[name-defined]
