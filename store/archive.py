@@ -42,6 +42,7 @@ from .archive_layout import (
     BLOB_DIR,
     EMPTY_CONFIG,
     EMPTY_CONFIG_DIGEST,
+    INDEX_FILE,
     LAYOUT_FILE,
     MANIFEST_MEDIA_TYPE,
     MEDIA_ARTIFACT,
@@ -299,7 +300,7 @@ class _Writer:
                 "output.unwritable", f"cannot write {output}: {exc.strerror}", path=output
             ) from None
 
-    def add(self, name: str, size: int, chunks: Iterator[bytes]) -> None:
+    def write(self, name: str, size: int, chunks: Iterator[bytes]) -> None:
         if self._tf is not None:
             reader = _ChunkReader(chunks)
             self._tf.addfile(tar_info(name, size), reader)  # type: ignore[arg-type]
@@ -397,9 +398,9 @@ def export_archive(
         entries, objects = _plan(conn, refs)
         writer = _Writer(out)
         try:
-            writer.add(LAYOUT_FILE, len(layout_bytes()), iter([layout_bytes()]))
+            writer.write(LAYOUT_FILE, len(layout_bytes()), iter([layout_bytes()]))
             index = index_bytes([e for e, _ in entries])
-            writer.add("index.json", len(index), iter([index]))
+            writer.write(INDEX_FILE, len(index), iter([index]))
             writer.directories()
             files: dict[str, tuple[int, Any]] = {EMPTY_CONFIG_DIGEST[7:]: (2, EMPTY_CONFIG)}
             for entry, data in entries:
@@ -411,7 +412,7 @@ def export_archive(
                 chunks = (
                     iter([what]) if isinstance(what, bytes) else _blobs.iter_checked(conn, what)
                 )
-                writer.add(blob_name(sha), size, chunks)
+                writer.write(blob_name(sha), size, chunks)
             writer.commit()
         except BaseException:
             writer.abort()

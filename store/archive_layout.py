@@ -46,6 +46,7 @@ __all__ = [
     "CHUNK",
     "EMPTY_CONFIG",
     "EMPTY_CONFIG_DIGEST",
+    "INDEX_FILE",
     "INDEX_MEDIA_TYPE",
     "LAYOUT_FILE",
     "LAYOUT_VERSION",
@@ -65,6 +66,7 @@ __all__ = [
 ]
 
 LAYOUT_FILE = "oci-layout"
+INDEX_FILE = "index.json"
 LAYOUT_VERSION = "1.0.0"
 BLOB_DIR = "blobs/sha256/"
 INDEX_MEDIA_TYPE = "application/vnd.oci.image.index.v1+json"

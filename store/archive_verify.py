@@ -35,6 +35,7 @@ from .archive_layout import (
     ANN_ROLE,
     ANN_ROOT,
     BLOB_DIR,
+    INDEX_FILE,
     INDEX_MEDIA_TYPE,
     LAYOUT_FILE,
     LAYOUT_VERSION,
@@ -53,7 +54,6 @@ __all__ = ["Checked", "Member", "Root", "verify_source"]
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _ADDRESS = re.compile(r"blake3:[0-9a-f]{64}")
-INDEX_FILE = "index.json"
 
 #: kind -> (pure rules module, kind argument of its ``validate``).
 _RULES: dict[str, str] = {
