@@ -365,6 +365,58 @@ def _plan(conn: sa.Connection, refs: Sequence[str]) -> tuple[list[tuple[dict, by
     return entries, objects
 
 
+def _inline_batch(conn: sa.Connection, rows: list[_blobs.BlobRow]) -> dict[str, bytes]:
+    """The verified bytes of inline blobs (one query), by BLAKE3 hex."""
+    found = conn.execute(
+        sa.select(blobs.c.address, blobs.c.data).where(
+            blobs.c.address.in_([r.digest.blake3 for r in rows])
+        )
+    ).all()
+    data = {a: b"" if d is None else _blobs._as_bytes(d, a) for a, d in found}
+    for row in rows:
+        got = data.get(row.digest.blake3)
+        if got is None:
+            raise NotFound(f"no blob {row.digest.address}", code="not-found.blob")
+        err = _blobs._compare(row, digest_bytes(got))
+        if err is not None:
+            raise err
+    return data
+
+
+def _contents(
+    conn: sa.Connection, files: dict[str, tuple[int, Any]]
+) -> Iterator[tuple[str, int, Iterator[bytes]]]:
+    """``(sha256 hex, size, chunks)`` of every file, by name; every object verified.
+
+    Inline blobs are read a batch at a time (at most :data:`_BATCH` rows and
+    :data:`_WHOLE_MAX` bytes per query); chunked ones stream a chunk at a time.
+    """
+    names = sorted(files)
+    i = 0
+    while i < len(names):
+        size, what = files[names[i]]
+        if isinstance(what, bytes):
+            yield names[i], size, iter([what])
+            i += 1
+            continue
+        if what.chunk_set is not None:
+            yield names[i], size, _blobs.iter_checked(conn, what)
+            i += 1
+            continue
+        batch: list[tuple[str, _blobs.BlobRow]] = []
+        total = 0
+        while i < len(names) and len(batch) < _BATCH and total < _WHOLE_MAX:
+            size, what = files[names[i]]
+            if isinstance(what, bytes) or what.chunk_set is not None:
+                break
+            batch.append((names[i], what))
+            total += size
+            i += 1
+        data = _inline_batch(conn, [row for _, row in batch])
+        for name, row in batch:
+            yield name, row.digest.size, iter([data[row.digest.blake3]])
+
+
 def export_archive(
     store: Store, refs: Sequence[str], output: str | os.PathLike[str], *, with_proofs: bool = False
 ) -> ExportReport:
@@ -407,11 +459,7 @@ def export_archive(
                 files[entry["digest"][7:]] = (len(data), data)
             for sha, obj in objects.items():
                 files.setdefault(sha, (obj.row.digest.size, obj.row))
-            for sha in sorted(files):
-                size, what = files[sha]
-                chunks = (
-                    iter([what]) if isinstance(what, bytes) else _blobs.iter_checked(conn, what)
-                )
+            for sha, size, chunks in _contents(conn, files):
                 writer.write(blob_name(sha), size, chunks)
             writer.commit()
         except BaseException:
