@@ -425,3 +425,24 @@ def test_contract_rules_run_offline_and_canonical_form_is_required(source, tmp_p
         assert code in [f.code for f in faults], [f.code for f in faults]
         assert any(f.path == f"blobs/sha256/{hexpart}" for f in faults)
         layout.blob(hexpart).unlink()
+
+
+def test_large_and_many_blobs_stream_through(store, empty_url, tmp_path, snapshot):
+    big = bytes(range(256)) * (9 * 4096 + 3)  # 9 MiB and a bit: chunked, streamed both ways
+    smalls = [f"blob {i}".encode() for i in range(520)]  # more than one insert batch
+    puts = store.put_many([big, *smalls])
+    doc = {"objects": [p.digest.address for p in puts]}
+    (root,) = store.ingest(doc).results
+    out = tmp_path / "big.tar"
+    report = evstore.export_archive(store, [root.digest.address], out)
+    assert (
+        report.objects == 522
+        and report.bytes == len(big) + sum(map(len, smalls)) + root.digest.size
+    )
+    with evstore.open(empty_url, create=True) as b:
+        got = evstore.import_archive(b, out)
+        assert (got.new_blobs, got.new_artifacts) == (521, 1)
+        assert b.get(puts[0].digest.address) == big
+        again = tmp_path / "again.tar"
+        evstore.export_archive(b, [root.digest.address], again)
+        assert again.read_bytes() == out.read_bytes()
