@@ -54,7 +54,10 @@ from .archive_layout import (
     layout_bytes,
     manifest_bytes,
     open_source,
+    tar_end,
+    tar_header,
     tar_info,
+    tar_padding,
 )
 from .archive_verify import Checked, Member, verify_source
 from .artifacts import Document
@@ -249,28 +252,12 @@ def _layer(obj: _Obj, role: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------- writing
 
 
-class _ChunkReader:
-    """A read()-able view of an iterator of chunks (what tarfile.addfile reads)."""
-
-    def __init__(self, chunks: Iterator[bytes]) -> None:
-        self._chunks = chunks
-        self._buf = b""
-
-    def read(self, size: int = -1) -> bytes:
-        while size < 0 or len(self._buf) < size:
-            chunk = next(self._chunks, None)
-            if chunk is None:
-                break
-            self._buf += chunk
-        if size < 0:
-            out, self._buf = self._buf, b""
-        else:
-            out, self._buf = self._buf[:size], self._buf[size:]
-        return out
-
-
 class _Writer:
-    """Writes the layout into a temporary sibling of the output, renamed into place at the end."""
+    """Writes the layout into a temporary sibling of the output, renamed into place at the end.
+
+    A tar is written directly (USTAR headers from :func:`~evstore.archive_layout.tar_header`,
+    the bytes ``tarfile`` would write), so a member costs one header and its chunks.
+    """
 
     def __init__(self, output: str) -> None:
         self.output = output
@@ -284,51 +271,58 @@ class _Writer:
                 f"{output} already exists; give a new directory or .tar path",
                 path=output,
             )
+        self._fh: Any = None
+        self._offset = 0
         try:
             if self.tar:
                 fd, self.tmp = tempfile.mkstemp(prefix=".evstore-archive-", dir=parent)
-                os.close(fd)
-                self._tf: tarfile.TarFile | None = tarfile.open(
-                    self.tmp, "w", format=tarfile.USTAR_FORMAT
-                )
+                self._fh = os.fdopen(fd, "wb")
             else:
                 self.tmp = tempfile.mkdtemp(prefix=".evstore-archive-", dir=parent)
                 os.makedirs(os.path.join(self.tmp, BLOB_DIR))
-                self._tf = None
         except OSError as exc:
             raise error(
                 "output.unwritable", f"cannot write {output}: {exc.strerror}", path=output
             ) from None
 
+    def _put(self, data: bytes) -> None:
+        self._fh.write(data)
+        self._offset += len(data)
+
     def write(self, name: str, size: int, chunks: Iterator[bytes]) -> None:
-        if self._tf is not None:
-            reader = _ChunkReader(chunks)
-            self._tf.addfile(tar_info(name, size), reader)  # type: ignore[arg-type]
-            for _ in chunks:  # run the iterator to its end: iter_checked verifies there
-                pass
+        if self._fh is None:
+            with open(os.path.join(self.tmp, name), "wb") as fh:
+                for chunk in chunks:
+                    fh.write(chunk)
             return
-        with open(os.path.join(self.tmp, name), "wb") as fh:
-            for chunk in chunks:
-                fh.write(chunk)
+        self._put(tar_header(name, size))
+        written = 0
+        for chunk in chunks:  # to the iterator's end: iter_checked verifies there
+            written += len(chunk)
+            self._put(chunk)
+        if written != size:
+            raise error("output.unwritable", f"{name}: {written} bytes, not {size}")
+        self._put(tar_padding(size))
 
     def directories(self) -> None:
-        if self._tf is not None:
+        if self._fh is not None:
             for d in ("blobs", "blobs/sha256"):
-                self._tf.addfile(tar_info(d, None))
+                self._put(tar_info(d, None).tobuf(tarfile.USTAR_FORMAT))
 
     def commit(self) -> None:
-        if self._tf is not None:
-            self._tf.close()
-            self._tf = None
+        if self._fh is not None:
+            self._put(tar_end(self._offset))
+            self._fh.close()
+            self._fh = None
             os.chmod(self.tmp, 0o644)
         elif os.path.isdir(self.output):
             os.rmdir(self.output)
         os.replace(self.tmp, self.output)
 
     def abort(self) -> None:
-        if self._tf is not None:
-            with contextlib.suppress(Exception):
-                self._tf.close()
+        if self._fh is not None:
+            with contextlib.suppress(OSError):
+                self._fh.close()
         if os.path.isdir(self.tmp):
             shutil.rmtree(self.tmp, ignore_errors=True)
         else:
