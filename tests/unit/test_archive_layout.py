@@ -203,3 +203,15 @@ def test_cli_in_process(layout, tmp_path):
     assert r.exit_code == 1 and "FAILED" in r.output
     r = runner.invoke(cli, ["archive", "verify", str(d), "--max-bytes", "1"])
     assert r.exit_code == 1 and "archive.too-large" in r.output
+
+
+@pytest.mark.parametrize("size", [0, 1, 511, 512, 10240, 9 << 20, (8 << 30) - 1])
+def test_tar_headers_are_the_bytes_tarfile_writes(size):
+    from evstore.archive_layout import tar_end, tar_header, tar_info, tar_padding
+
+    for name in ("oci-layout", "blobs/sha256/" + "ab" * 32):
+        assert tar_header(name, size) == tar_info(name, size).tobuf(tarfile.USTAR_FORMAT)
+    assert len(tar_padding(size)) == -size % 512
+    assert (size + len(tar_end(size))) % tarfile.RECORDSIZE == 0
+    with pytest.raises(ValueError):
+        tar_header("x" * 101, size)
