@@ -31,6 +31,7 @@ __all__ = [
     "bulk_options",
     "cat_batch",
     "expand_paths",
+    "listed",
     "parse_checksum_line",
     "register",
     "stdin_lines",
@@ -141,6 +142,20 @@ def expand_paths(
                 yield from _walk(path, include, exclude)
             else:
                 yield path
+
+
+def listed(paths: Iterator[str], bar: Any) -> tuple[Iterable[str], int | None]:
+    """``(paths, total)``: on a drawn progress bar, every path listed first, for a total and an ETA.
+
+    A bar needs the total to show how much is left, so when ``bar.enabled`` (a terminal, no
+    ``--json``, no ``-q``) the paths are walked (and stdin's read) before the first file is
+    opened; the list holds the path strings only, as the command's result rows do anyway.
+    Otherwise the paths stay a lazy stream and the total is None.
+    """
+    if not getattr(bar, "enabled", False):
+        return paths, None
+    every = list(paths)
+    return every, len(every)
 
 
 def check_args(args: tuple[str, ...], stdin_paths: bool) -> None:

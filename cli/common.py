@@ -32,6 +32,7 @@ __all__ = [
     "fail",
     "ingest_options",
     "open_store",
+    "nonempty_path",
     "output_option",
     "pass_ctx",
     "progress",
@@ -165,12 +166,21 @@ class counting_reader:  # noqa: N801 - used like a function
 
 pass_ctx = click.make_pass_decorator(Ctx)
 
+
+def nonempty_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Refuse ``-o ''`` (a usage error, exit 2): an empty name is not "stdout"."""
+    if value is not None and value == "":
+        raise click.BadParameter("the file name is empty; give a path, or leave -o out for stdout")
+    return value
+
+
 #: ``-o/--output FILE`` for commands that print exact bytes (written by :func:`write_output`).
 output_option = click.option(
     "-o",
     "--output",
     type=click.Path(dir_okay=False),
     default=None,
+    callback=nonempty_path,
     help="Write to this file instead of stdout.",
 )
 

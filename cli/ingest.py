@@ -12,7 +12,7 @@ import click
 
 import evstore
 
-from .batch import bulk_options, check_args, expand_paths, interrupted_note
+from .batch import bulk_options, check_args, expand_paths, interrupted_note, listed
 from .common import (
     Ctx,
     at_pointer,
@@ -52,6 +52,8 @@ def collect(
 
     The documents are read lazily, one file at a time, from FILES (a directory walked for
     ``*.json`` unless --include is given) and, with ``bulk["stdin_paths"]``, stdin's paths.
+    With ``bulk["bar"]`` (a :class:`Progress`) drawn, the paths are listed first and their
+    count is set as ``bulk["total"]``.
 
     Raises:
         click.UsageError: stdin given twice, or no input. InputError: ``kind.unknown`` (empty
@@ -70,6 +72,8 @@ def collect(
         stdin_paths=bool(bulk.get("stdin_paths")),
         nul=bool(bulk.get("nul")),
     )
+    if "bar" in bulk:  # a drawn bar lists the paths first, for its total and ETA
+        paths, bulk["total"] = listed(paths, bulk["bar"])
     docs = (evstore.Document(read_input(f), name=f, kind=kind) for f in paths)
     supplied = [read_input(c) for c in contents]
     options: dict[str, Any] = {}
@@ -131,6 +135,8 @@ def ingest(
     Exit codes: 0 stored; 1 rejected (nothing written; with --batch: nothing of the failing
     batch or after) or store error; 2 usage.
     """
+    bar = progress(ctx, "ingest", unit="documents")
+    listing = {**bulk, "bar": bar}
     docs, options, supplied = collect(
         files,
         kind,
@@ -140,15 +146,16 @@ def ingest(
         tenant_id,
         authorization_scope_id,
         source_document,
-        bulk,
+        listing,
     )
+    total = listing.get("total")
     batch = bulk.get("batch")
     done = [0, 0]
 
     def record(batches: int, items: int) -> None:
         done[:] = [batches, items]
 
-    with open_store(ctx, create=True) as store, progress(ctx, "ingest", unit="documents") as bar:
+    with open_store(ctx, create=True) as store, bar:
         try:
             report = store.ingest(
                 docs,
@@ -156,7 +163,7 @@ def ingest(
                 supplied=supplied,
                 batch=batch,
                 on_batch=record,
-                progress=lambda n: bar(n, None),  # paths stream in: the total is not known
+                progress=lambda n: bar(n, total),
             )
         except KeyboardInterrupt:
             if batch is not None:
@@ -195,8 +202,8 @@ def validate(
     """Run every check of ingest on FILES, list all faults, write nothing.
 
     With no store at the URL, only the contract rules are checked (against an empty scratch
-    store; no store is created): the output says that bindings were not checked
-    (``"bindings_checked": false`` with --json).
+    store; no store is created): a note on stderr says that bindings were not checked
+    (``"bindings_checked": false`` and ``"new": null`` with --json).
 
     Exit codes: 0 valid; 1 faults found or store error; 2 usage.
     """
@@ -226,15 +233,11 @@ def validate(
             report = store.validate(docs, options=options, supplied=supplied)
     out = report.to_dict()
     out["bindings_checked"] = bindings
-
-    def human(_: Any) -> None:
-        _validate_human(report)
-        if not bindings:
-            click.echo(
-                f"note: no store at {ctx.url}: contract rules only, bindings were not checked"
-            )
-
-    emit(ctx, out, human)
+    if not bindings:  # no store to compare with: whether each would be new is unknown
+        for row in out.get("artifacts", []):
+            row["new"] = None
+        ctx.note(f"note: no store at {ctx.url}: contract rules only, bindings were not checked")
+    emit(ctx, out, lambda _: _validate_human(report))
     if not report.ok:
         sys.exit(1)
 

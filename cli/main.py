@@ -16,7 +16,9 @@ command has an option of that name itself.
 
 from __future__ import annotations
 
+import errno
 import importlib
+import io
 import json
 import os
 import sys
@@ -286,6 +288,22 @@ class EvstoreGroup(click.Group):
             sys.exit(1)
         except KeyboardInterrupt:
             _interrupted(self._ctx_obj, as_json)
+        try:
+            sys.stdout.flush()  # a result still buffered must reach its reader, or fail here
+        except (OSError, evstore.EvstoreError) as exc:
+            _drop_output()
+            if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
+                sys.exit(1)  # the reader left (`| head`): nothing to say, as git and cat do
+            err = evstore.error(
+                "output.unwritable",
+                "cannot write the output: "
+                + (str(exc.strerror) if isinstance(exc, OSError) else exc.message),
+            )
+            if as_json:
+                click.echo(json.dumps({"ok": False, "error": err.to_dict()}), err=True)
+            else:
+                click.echo(f"error: {err}", err=True)
+            sys.exit(1)
         sys.exit(rv if isinstance(rv, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -305,6 +323,19 @@ class EvstoreGroup(click.Group):
             except (KeyboardInterrupt, click.Abort):
                 self._ctx_obj = ctx.find_object(Ctx)
                 raise
+            except OSError as exc:
+                if exc.errno not in _OUTPUT_ERRNOS:
+                    raise
+                # Writing the result failed (a full disk, a closed or broken stdout): typed.
+                _drop_output()
+                if exc.errno == errno.EPIPE:
+                    ctx.exit(1)  # the reader left (`| head`): nothing to say, as git and cat do
+                raise evstore.error(
+                    "output.unwritable",
+                    f"cannot write the output: {exc.strerror or exc}",
+                    errno=errno.errorcode.get(exc.errno or 0, ""),
+                    stream="stdout",
+                ) from exc
             except ImportError as exc:
                 raise evstore.error(
                     "store.kind-unavailable",
@@ -318,11 +349,14 @@ class EvstoreGroup(click.Group):
                 discard_created(obj)
             as_json = obj.json if obj is not None else "--json" in sys.argv
             if as_json:
-                click.echo(
-                    json.dumps(
-                        {"ok": False, "error": err.to_dict()}, ensure_ascii=False, sort_keys=True
-                    )
-                )
+                line = json.dumps({"ok": False, "error": err.to_dict()}, ensure_ascii=False)
+                try:
+                    if err.details.get("stream") == "stdout":  # stdout is what failed
+                        raise err
+                    click.echo(line)
+                except (OSError, evstore.EvstoreError):  # stdout is what failed: use stderr
+                    _drop_output()
+                    click.echo(line, err=True)
             else:
                 click.echo(f"error: {err}", err=True)
                 if err.rule:
@@ -373,6 +407,81 @@ for _area in (admin, ingest_commands, objects):
     _area.register(cli)
 
 
+#: errno values of a failed write to the output: full disk or quota, closed or broken stream.
+_OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EBADF, errno.EPIPE, errno.EIO}
+
+
+class _ClosedRaw(io.RawIOBase):
+    """The binary side of a standard stream the process was started without.
+
+    (``<&-``, ``>&-``): every read or write fails with a typed error; nothing is buffered.
+    """
+
+    def __init__(self, name: str, code: str) -> None:
+        super().__init__()
+        self.name_, self.code = name, code
+
+    def readable(self) -> bool:
+        return True
+
+    def writable(self) -> bool:
+        return True
+
+    def fail(self) -> Any:
+        """Raise ``input.unreadable`` or ``output.unwritable``: the stream is closed."""
+        stream = "stdin" if self.code == "input.unreadable" else "stdout"
+        raise evstore.error(self.code, f"standard {self.name_} is closed", stream=stream)
+
+    def readinto(self, b: Any) -> int:
+        return int(self.fail())
+
+    def write(self, b: Any) -> int:
+        return int(self.fail())
+
+
+class _ClosedText(io.TextIOBase):
+    """The text side of a closed standard stream.
+
+    Python leaves ``sys.stdin``/``sys.stdout`` None then; a command that uses the stand-in
+    gets a typed error, never an AttributeError.
+    """
+
+    def __init__(self, raw: _ClosedRaw) -> None:
+        super().__init__()
+        self.buffer = raw
+
+    def read(self, size: int | None = -1) -> str:
+        return str(self.buffer.fail())
+
+    def readline(self, size: int | None = -1) -> str:
+        return str(self.buffer.fail())
+
+    def write(self, s: str) -> int:
+        return int(self.buffer.fail())
+
+
+def _standard_streams() -> None:
+    """Give a closed stdin/stdout a stand-in that fails with a typed error when used."""
+    if sys.stdin is None:
+        sys.stdin = _ClosedText(_ClosedRaw("input", "input.unreadable"))
+    if sys.stdout is None:
+        sys.stdout = _ClosedText(_ClosedRaw("output", "output.unwritable"))
+
+
+def _drop_output() -> None:
+    """After a failed write to stdout, point fd 1 at the null device.
+
+    The interpreter's last flush of what is still buffered then cannot fail again (exit
+    code 120 and a traceback).
+    """
+    fd = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(fd, 1)
+    finally:
+        os.close(fd)
+
+
 def main() -> None:
     """Console-script entry point."""
+    _standard_streams()
     cli(prog_name="evstore")

@@ -15,7 +15,14 @@ import click
 
 import evstore
 
-from .batch import bulk_options, check_args, expand_paths, interrupted_note, stdin_lines
+from .batch import (
+    bulk_options,
+    check_args,
+    expand_paths,
+    interrupted_note,
+    listed,
+    stdin_lines,
+)
 from .batch import register as register_batch
 from .common import (
     Ctx,
@@ -141,7 +148,11 @@ def put(
         return
     if "-" in files:
         raise click.UsageError("- (stdin) is for one input; use --stdin-paths for a list")
-    paths = expand_paths(files, include=include, exclude=exclude, stdin_paths=stdin_paths, nul=nul)
+    bar = progress(ctx, "put", unit="files")
+    paths, total = listed(
+        expand_paths(files, include=include, exclude=exclude, stdin_paths=stdin_paths, nul=nul),
+        bar,
+    )
     names: list[str] = []
 
     def items() -> Iterator[Path]:
@@ -150,13 +161,13 @@ def put(
             yield Path(p)
 
     done = [0, 0]
-    with open_store(ctx, create=True) as store, progress(ctx, "put", unit="files") as bar:
+    with open_store(ctx, create=True) as store, bar:
         try:
             results = store.put_many(
                 items(),
                 batch=batch,
                 on_batch=_recorder(done),
-                progress=lambda n: bar(n, None),  # paths stream in: the total is not known
+                progress=lambda n: bar(n, total),
             )
         except KeyboardInterrupt:
             if batch is not None:
@@ -369,6 +380,8 @@ def ls(
     """
     if blobs and (kind is not None or workspace is not None):
         raise click.UsageError("--blobs lists every blob: --kind and --workspace do not apply")
+    if jsonl and ctx.json:
+        raise click.UsageError("--json prints one JSON object, --jsonl one per line: give one")
     if kind is not None:
         evstore.check_kind(kind)  # kind.unknown / store.kind-unavailable before the store
     attr = ("workspace_id", evstore.normalize_uuid(workspace)) if workspace is not None else None

@@ -15,7 +15,7 @@ import click
 
 import evstore
 
-from .common import Ctx, emit, fail, open_store, pass_ctx, read_input, write_output
+from .common import Ctx, emit, fail, nonempty_path, open_store, pass_ctx, read_input, write_output
 
 __all__ = ["context_size", "export", "package", "register"]
 
@@ -27,6 +27,7 @@ __all__ = ["context_size", "export", "package", "register"]
     "--output",
     type=click.Path(dir_okay=False),
     default=None,
+    callback=nonempty_path,
     help="Write to this file instead of stdout (exact bytes, no newline added).",
 )
 @pass_ctx

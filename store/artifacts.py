@@ -274,7 +274,7 @@ def iso_utc(t: Any) -> str:
     if isinstance(t, _dt.datetime):
         if t.tzinfo is None:
             t = t.replace(tzinfo=_dt.UTC)
-        return t.astimezone(_dt.UTC).isoformat()
+        return t.astimezone(_dt.UTC).isoformat(timespec="seconds")
     return str(t)
 
 

@@ -16,12 +16,10 @@ the evidence-context descriptor through :func:`~evstore.context_rules.check_inde
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
@@ -36,6 +34,7 @@ from .context_rules import (
     check_index,
 )
 from .errors import EvstoreError, Faults, error, join_pointer
+from .json_schema import compile_schema, read_schema
 
 __all__ = [
     "BUNDLE_KINDS",
@@ -177,19 +176,12 @@ RULE_DEFS: Final = ("rule-index-shape", "rule-index-descriptor", "rule-index-des
 
 def load_schema() -> dict[str, Any]:
     """Our JSON Schema of index.json's layout shape, parsed (a fresh copy on each call)."""
-    text = resources.files(__package__).joinpath("schemas", SCHEMA_FILE).read_text("utf-8")
-    result: dict[str, Any] = json.loads(text)
-    return result
-
-
-def _refuse_retrieval(uri: str) -> Any:
-    # Our schema is self-contained; any retrieval attempt is a bug in it, never a fetch.
-    raise ValueError(f"evstore never retrieves schemas ({uri})")
+    return read_schema(SCHEMA_FILE)
 
 
 @lru_cache(maxsize=1)
 def _validator() -> jsonschema_rs.Draft202012Validator:
-    return jsonschema_rs.Draft202012Validator(load_schema(), retriever=_refuse_retrieval)
+    return compile_schema(load_schema())
 
 
 def _shape_faults(index: Any) -> dict[str | None, EvstoreError]:

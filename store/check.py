@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from blake3 import blake3 as _blake3
@@ -232,15 +232,21 @@ class CheckRun(Iterator[EvstoreError]):
     def _pages(self, conn: sa.Connection, txn: Txn, pool: ThreadPoolExecutor | None) -> Any:
         plan = self._plan
         last: tuple[str, ...] = ("",)
+        whole = plan.sample is None and plan.since is None and not plan.blob_kinds
+        page: Sequence[Any]
+        picked: Sequence[Any]
         while True:
-            page = conn.execute(_blob_query(plan).where(blobs.c.address > last[0])).all()
+            if whole and pool is None:  # every blob, one thread: rows and small bytes at once
+                page, results = _whole_page(conn, plan, last[0])
+                picked = page
+            else:
+                page = conn.execute(_blob_query(plan).where(blobs.c.address > last[0])).all()
+                picked = page if plan.sample is None else [r for r in page if _sampled(plan, r[0])]
+                results = _blob_results(conn, picked, pool, whole) if page else []
             if not page:
                 break
-            last = (page[-1].address,)
-            picked = page if plan.sample is None else [r for r in page if _sampled(plan, r[0])]
-            whole = plan.sample is None and plan.since is None and not plan.blob_kinds
-            results = _blob_results(conn, picked, pool, whole)
-            plan.faulted.update(str(r.address) for r, f in zip(picked, results, strict=True) if f)
+            last = (page[-1][0],)
+            plan.faulted.update(str(r[0]) for r, f in zip(picked, results, strict=True) if f)
             yield from self._report(page, picked, results, "")
         last = ("", "")
         while plan.art_pass:
@@ -507,6 +513,63 @@ def _blob_results(
             _hash_group(conn, picked, group, out, pool, whole)
             group, size = [], 0
     return out
+
+
+class _IndexRow(NamedTuple):
+    """A blob's index row as read by :func:`_whole_page` (the columns ``_blobs._row`` reads)."""
+
+    address: Any
+    sha256: Any
+    size: Any
+    chunk_set: Any
+
+
+def _whole_page(conn: sa.Connection, plan: _Plan, after: str) -> tuple[list[Any], list[Any]]:
+    """The next page of every blob's index row and its faults: ``(rows, faults per row)``.
+
+    A row is ``(address, sha256, size, chunk_set, data or None)``; its faults are a
+    sequence, empty when the blob verified.
+
+    One query reads the rows with the bytes of their small inline blobs (at most
+    ``_GROUP_BYTES / batch`` bytes each, judged by the stored length, not the size column a
+    tamperer could change), so a page holds at most ``_GROUP_BYTES`` of data; those blobs are
+    re-hashed right here. Larger, chunked or malformed rows take :func:`_blob_results`.
+    """
+    small = max(_GROUP_BYTES // plan.batch, 1)
+    if conn.dialect.name == "postgresql":
+        mark, length = "%s", "octet_length(data)"
+    else:
+        mark, length = "?", "length(data)"
+    sql = (
+        "SELECT address, sha256, size, chunk_set,"
+        f" CASE WHEN chunk_set IS NULL AND {length} <= {small} THEN data END"
+        f" FROM blobs WHERE address > {mark} ORDER BY address LIMIT {mark}"
+    )
+    fetched = _fetch(conn, sql, (after, plan.batch))
+    out: list[Any] = [()] * len(fetched)  # () for a clean row: no list per blob
+    rest: list[int] = []
+    b3, sha256 = _blake3, hashlib.sha256
+    for i, r in enumerate(fetched):
+        data = r[4]
+        if type(data) is bytes and type(r[2]) is int:
+            if (
+                len(data) == r[2]
+                and b3(data).hexdigest() == r[0]
+                and sha256(data).hexdigest() == r[1]
+            ):
+                continue  # the common row, verified
+            try:
+                err = _verify_inline((i, _IndexRow(*r[:4]), data))[1]
+            except EvstoreError as exc:  # a malformed row: report it and carry on
+                err = exc
+            out[i] = [] if err is None else [err]
+        else:
+            rest.append(i)
+    if rest:
+        slow = _blob_results(conn, [_IndexRow(*fetched[i][:4]) for i in rest], None, False)
+        for i, faults in zip(rest, slow, strict=True):
+            out[i] = faults
+    return fetched, out
 
 
 def _hash_group(

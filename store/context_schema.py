@@ -11,15 +11,14 @@ the documented order). Pure: no database.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from functools import lru_cache
-from importlib import resources
 from typing import Any, Final, NamedTuple
 
 import jsonschema_rs
 
 from .errors import join_pointer
+from .json_schema import compile_schema, read_schema
 
 __all__ = [
     "DESCRIPTOR_RULES",
@@ -110,19 +109,12 @@ def show(value: Any) -> str:
 
 def load_schema() -> dict[str, Any]:
     """Our JSON Schema for arrays of source units, parsed (a fresh copy on each call)."""
-    text = resources.files(__package__).joinpath("schemas", SCHEMA_FILE).read_text("utf-8")
-    result: dict[str, Any] = json.loads(text)
-    return result
-
-
-def _refuse_retrieval(uri: str) -> Any:
-    # Our schema is self-contained; any retrieval attempt is a bug in it, never a fetch.
-    raise ValueError(f"evstore never retrieves schemas ({uri})")
+    return read_schema(SCHEMA_FILE)
 
 
 @lru_cache(maxsize=1)
 def _validator() -> jsonschema_rs.Draft202012Validator:
-    return jsonschema_rs.Draft202012Validator(load_schema(), retriever=_refuse_retrieval)
+    return compile_schema(load_schema())
 
 
 def _rule_def(schema_path: list[str | int]) -> str:
@@ -277,7 +269,7 @@ def _descriptor_validator(
     expected: tuple[tuple[str, str], ...],
 ) -> jsonschema_rs.Draft202012Validator:
     schema = descriptor_schema(dict(expected))
-    return jsonschema_rs.Draft202012Validator(schema, retriever=_refuse_retrieval)
+    return compile_schema(schema)
 
 
 class DescriptorVerdict(NamedTuple):

@@ -285,9 +285,9 @@ def _batch_note(err: EvstoreError, done: int, stored: int) -> None:
     err.details["committed_batches"] = done
     err.details["committed_items"] = stored
     if done:
+        which = "batch 1 was" if done == 1 else f"batches 1-{done} were"
         err.message += (
-            f" (batch {done + 1} was rolled back; batches 1-{done} were committed: "
-            f"{stored} item(s) stored)"
+            f" (batch {done + 1} was rolled back; {which} committed: {stored} item(s) stored)"
         )
     else:
         err.message += " (batch 1 was rolled back; nothing was stored)"

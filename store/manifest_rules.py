@@ -86,10 +86,8 @@ Decisions where the contract is silent:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
-from importlib import resources
 from typing import Any
 
 import jsonschema_rs
@@ -97,6 +95,7 @@ import jsonschema_rs
 from .canonical import dumps, loads
 from .digests import b64u_to_hex, hex_to_b64u, sha256_b64u
 from .errors import EvstoreError, Faults, JSONFormError, error, join_pointer
+from .json_schema import compile_schema, read_schema
 from .near import near_member, spelling
 from .settings import setting
 
@@ -245,21 +244,12 @@ def load_schema() -> dict[str, Any]:
         The schema document (JSON Schema 2020-12, ``$id``
         ``urn:evstore:schema:orbidocs:corpus-passage-evidence-manifest:v1``).
     """
-    text = resources.files(__package__).joinpath("schemas", SCHEMA_FILE).read_text("utf-8")
-    result: dict[str, Any] = json.loads(text)
-    return result
-
-
-def _refuse_retrieval(uri: str) -> Any:
-    # Our schema is self-contained; any retrieval attempt is a bug in it, never a fetch.
-    raise ValueError(f"evstore never retrieves schemas ({uri})")
+    return read_schema(SCHEMA_FILE)
 
 
 @lru_cache(maxsize=1)
 def _validator() -> jsonschema_rs.Draft202012Validator:
-    return jsonschema_rs.Draft202012Validator(
-        load_schema(), validate_formats=True, retriever=_refuse_retrieval
-    )
+    return compile_schema(load_schema(), formats=True)
 
 
 def _rule_def(schema_path: list[str | int]) -> str | None:

@@ -15,13 +15,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from functools import cache
-from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
 import jsonschema_rs
 
 from .errors import EvstoreError, error, join_pointer
+from .json_schema import read_schema_text
 
 __all__ = [
     "MAX_SCHEMA_FAULTS",
@@ -57,7 +57,7 @@ _PARTS = {
 
 @cache
 def _schema_text() -> str:
-    return resources.files(__package__).joinpath("schemas", SCHEMA_FILE).read_text("utf-8")
+    return read_schema_text(SCHEMA_FILE)
 
 
 def load_schema() -> dict[str, Any]:

@@ -90,6 +90,7 @@ def check_setting_value(name: str, value: Any) -> Any:
     Raises:
         InputError: ``config.unknown`` (no such setting) or ``config.value`` (wrong type:
             ``True`` is not an int, ``1`` is not a bool, a list holds only non-empty strings).
+        A list comes back with each item once, in first-seen order.
     """
     if name not in SETTINGS:
         raise InputError(
@@ -105,7 +106,7 @@ def check_setting_value(name: str, value: Any) -> Any:
         raise InputError(
             f"setting {name} takes a {s.type.__name__}, not {value!r}", code="config.value"
         )
-    return value
+    return list(dict.fromkeys(value)) if s.type is list else value
 
 
 def load_settings(conn: Connection) -> dict[str, Any]:
@@ -149,7 +150,8 @@ def parse_setting_value(name: str, text: str) -> Any:
     """Parse a command-line value for setting ``name``.
 
     bool takes true/false (also 1/0, yes/no); list takes a JSON array of strings or a
-    comma-separated list; int takes a decimal integer.
+    comma-separated list (a repeated item is kept once, in first-seen order); int takes a
+    decimal integer.
 
     Raises:
         InputError: ``config.unknown`` or ``config.value``.
@@ -178,9 +180,9 @@ def parse_setting_value(name: str, text: str) -> Any:
             except ValueError:
                 v = None
             if isinstance(v, list) and all(isinstance(x, str) and x for x in v):
-                return v
+                return list(dict.fromkeys(v))
         else:
-            return [p.strip() for p in t.split(",") if p.strip()]
+            return list(dict.fromkeys(p.strip() for p in t.split(",") if p.strip()))
     elif s.type is str:
         return t
     raise InputError(f"setting {name} takes a {s.type.__name__}, not {text!r}", code="config.value")

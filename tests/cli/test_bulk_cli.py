@@ -286,6 +286,8 @@ def test_ls_blobs_pages_and_jsonl(ev, tmp_path):
     assert rows == [out["artifacts"][0]]  # one artifact only: no next_cursor line
     p = ev("--json", "ls", "--blobs", "--after", "bogus")
     assert p.returncode == 1 and _json(p)["error"]["code"] == "input.invalid"
+    p = ev("ls", "--jsonl", "--json")  # one object, or one per line: never both promises
+    assert p.returncode == 2 and _json(p)["error"]["code"] == "usage"
 
 
 def test_interrupt_keeps_committed_batches_and_says_so(tmp_path):

@@ -84,7 +84,11 @@ def test_validate_without_a_store_checks_contract_rules_only(work):
     bad.write_text('{"a": 1, "a": 2}')
     r = ev("validate", "note.json", cwd=work)
     assert r.returncode == 0, r.stderr
-    assert b"bindings were not checked" in r.stdout
+    assert b"bindings were not checked" in r.stderr and b"valid: 1" in r.stdout
+    r = ev("-q", "validate", "note.json", cwd=work)
+    assert r.returncode == 0 and r.stderr == b""
+    out = json.loads(ev("--json", "validate", "note.json", cwd=work).stdout)
+    assert out["bindings_checked"] is False and out["artifacts"][0]["new"] is None
     r = ev("--json", "validate", "note.json", "bad.json", cwd=work)
     out = json.loads(r.stdout)
     assert r.returncode == 1 and out["bindings_checked"] is False
@@ -92,7 +96,7 @@ def test_validate_without_a_store_checks_contract_rules_only(work):
     assert not (work / "evstore.db").exists()
     ev("init", cwd=work)
     out = json.loads(ev("--json", "validate", "note.json", cwd=work).stdout)
-    assert out["bindings_checked"] is True
+    assert out["bindings_checked"] is True and out["artifacts"][0]["new"] is True
 
 
 def _corrupt(db: Path, address: str) -> None:
@@ -161,11 +165,11 @@ def test_ctrl_c_exits_130_with_an_interrupted_error_and_the_store_unchanged(work
     assert _rows(work / "evstore.db") == before
 
 
-def _on_a_terminal(args, cwd, limit=60.0):
+def _on_a_terminal(args, cwd, limit=60.0, stdin=subprocess.DEVNULL):
     """Run the console script with stderr on a pseudo-terminal; (stdout, terminal output)."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(
-        [EXE, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL
+        [EXE, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=slave, stdin=stdin
     )
     os.close(slave)
     seen = b""
@@ -228,16 +232,22 @@ def test_progress_of_a_bundle_and_of_large_put_and_get(work):
 
 
 def test_progress_of_bulk_put_and_ingest(work):
-    """Bulk put and ingest show a bar with a rate on a terminal, and nothing otherwise."""
+    """Bulk put and ingest show a bar with its total (so a percentage and an ETA) on a
+    terminal, and nothing otherwise."""
     files = work / "many"
     files.mkdir()
     for i in range(30):
         (files / f"f{i:02d}.json").write_text(json.dumps({"n": i}))
     rc, out, tty = _on_a_terminal(["put", "many"], work)
-    assert rc == 0 and b"put" in tty and b"30" in tty
+    assert rc == 0 and b"put" in tty and b"30/30" in tty and b"100%" in tty
     assert out.count(b"many/f") == 30
     rc, out, tty = _on_a_terminal(["ingest", "many", "--batch", "7"], work)
-    assert rc == 0 and b"ingest" in tty and b"30" in tty
+    assert rc == 0 and b"ingest" in tty and b"30/30" in tty and b"100%" in tty
+    listing = work / "paths.txt"
+    listing.write_text("".join(f"many/f{i:02d}.json\n" for i in range(12)))
+    with listing.open("rb") as fh:
+        rc, out, tty = _on_a_terminal(["put", "--stdin-paths"], work, stdin=fh)
+    assert rc == 0 and b"12/12" in tty and out.count(b"many/f") == 12
     r = ev("ingest", "many", cwd=work)  # not a terminal: no bar on stderr
     assert r.returncode == 0 and r.stderr == b""
 
@@ -300,3 +310,55 @@ def test_documented_shell_completion_works(work):
     assert all(x.startswith("plain,in") for x in got)
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert 'eval "$(_EVSTORE_COMPLETE=bash_source evstore)"' in readme
+
+
+def _shell(cmd, cwd):
+    return subprocess.run(["/bin/sh", "-c", cmd], cwd=cwd, capture_output=True, timeout=60)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_an_unwritable_or_closed_stdout_and_a_closed_stdin_are_typed_errors(work):
+    """A full disk behind stdout, a closed stdout or stdin: a typed error and exit 1, never a
+    traceback nor exit 0; under --json the error object goes to stderr when stdout failed."""
+    (work / "a.txt").write_bytes(b"hello\n")
+    address = ev("put", "a.txt", cwd=work).stdout.decode().strip()
+    for cmd, code in [
+        (f"'{EXE}' get {address} >/dev/full", "output.unwritable"),
+        (f"'{EXE}' ls --blobs >/dev/full", "output.unwritable"),
+        (f"'{EXE}' put - <a.txt >/dev/full", "output.unwritable"),
+        (f"'{EXE}' get {address} >&-", "output.unwritable"),
+        (f"'{EXE}' has - <&-", "input.unreadable"),
+        (f"'{EXE}' ingest - <&-", "input.unreadable"),
+    ]:
+        r = _shell(cmd, work)
+        assert r.returncode == 1, (cmd, r)
+        assert f"error: {code}".encode() in r.stderr and b"Traceback" not in r.stderr, (cmd, r)
+    r = _shell(f"'{EXE}' --json stat {address} >&-", work)
+    assert r.returncode == 1 and b"Traceback" not in r.stderr
+    assert json.loads(r.stderr)["error"]["code"] == "output.unwritable"
+    r = _shell(f"'{EXE}' --json ls --blobs >/dev/full", work)
+    assert r.returncode == 1 and json.loads(r.stderr)["error"]["code"] == "output.unwritable"
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback(work):
+    """`evstore get BIG | head -c1`: the broken pipe ends the command quietly with exit 1."""
+    (work / "big.bin").write_bytes(os.urandom(4 << 20))
+    address = ev("put", "big.bin", cwd=work).stdout.decode().strip()
+    proc = subprocess.Popen(
+        [EXE, "get", address], cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    proc.stdout.read(1)
+    proc.stdout.close()
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait(timeout=60) == 1
+    assert err == b""
+
+
+def test_an_empty_output_name_is_a_usage_error_not_stdout(work):
+    (work / "a.txt").write_bytes(b"hello\n")
+    address = ev("put", "a.txt", cwd=work).stdout.decode().strip()
+    for args in (["get", address, "-o", ""], ["export", address, "--output", ""]):
+        r = ev(*args, cwd=work)
+        assert r.returncode == 2 and r.stdout == b"", (args, r)
+        assert b"file name is empty" in r.stderr

@@ -140,3 +140,13 @@ def test_progress_counts_items_across_chunks_and_batches(store, monkeypatch):
     ticks.clear()
     store.put_many((b"t%d" % i for i in range(5)), batch=2, progress=ticks.append)
     assert ticks[-1] == 5 and ticks == sorted(ticks)
+
+
+def test_a_failure_in_batch_2_names_batch_1_alone(store):
+    docs = [Document(json.dumps({"c": i}).encode(), name=f"{i}") for i in range(3)]
+    docs.append(Document(b"{bad", name="bad"))
+    with pytest.raises(evstore.JSONFormError) as ei:
+        store.ingest(docs, batch=3)
+    assert "(batch 2 was rolled back; batch 1 was committed: 3 item(s) stored)" in str(
+        ei.value.message
+    )

@@ -135,7 +135,9 @@ def _tampered(store) -> dict[str, str]:
     return {"json3": jsons[3], "odd": odd, **put, "big": big, "gap": gap}
 
 
-@pytest.mark.parametrize("batch,jobs,group", [(3, 1, None), (2000, 1, None), (7, 3, 40)])
+@pytest.mark.parametrize(
+    "batch,jobs,group", [(3, 1, None), (2000, 1, None), (7, 3, 40), (5, 1, 100)]
+)
 def test_batched_check_finds_exactly_the_faults_of_the_per_object_check(
     store, monkeypatch, batch, jobs, group
 ):

@@ -24,6 +24,7 @@ HIDDEN = (
     "evstore.context_rules",
     "evstore.contexts",
     "evstore.bundle_layout",
+    "evstore.json_schema",
     "evstore.run_rules",
     "evstore.runs",
 )

@@ -19,6 +19,14 @@ def test_set_and_read_back(store):
     assert cfg["fragments.revision_extension_keys"] == ["a.rev", "b.rev"]
 
 
+@pytest.mark.parametrize("value", ["b.rev, a.rev,b.rev", '["b.rev", "a.rev", "b.rev"]'])
+def test_a_list_setting_keeps_each_item_once(store, value):
+    key = "fragments.revision_extension_keys"
+    assert store.set_config(key, value) == ["b.rev", "a.rev"]
+    assert store.set_config(key, ["x", "x", "y"]) == ["x", "y"]
+    assert store.config()[key] == ["x", "y"]
+
+
 @pytest.mark.parametrize(
     "name,value",
     [
