@@ -106,9 +106,15 @@ def hoist_global_options(group: click.Group, argv: list[str]) -> list[str]:
         return argv
     ctx = click.Context(group, resilient_parsing=True)
     cmd = group.get_command(ctx, argv[i])
-    if cmd is None or isinstance(cmd, click.Group):
+    if cmd is None:
         return argv
     own, own_valued = _own_options(cmd)
+    if isinstance(cmd, click.Group):  # `evstore log entries --json`: the subcommand's own too
+        sub = next((a for a in argv[i + 1 :] if not a.startswith("-")), None)
+        sub_cmd = cmd.get_command(ctx, sub) if sub is not None else None
+        if sub_cmd is not None:
+            more, more_valued = _own_options(sub_cmd)
+            own, own_valued = own | more, own_valued | more_valued
     head, tail = argv[: i + 1], argv[i + 1 :]
     moved: list[str] = []
     kept: list[str] = []
@@ -163,15 +169,18 @@ AREA_COMMANDS: dict[str, str] = {
     "fragments": "fragments",
     "ingest-bundle": "runs",
     "ingest-source": "fragments",
+    "log": "log",
     "manifest": "manifests",
     "package": "packages",
+    "prove": "log",
     "quote": "fragments",
     "refs": "runs",
     "runs": "runs",
+    "verify-proof": "log",
 }
 
 #: The contract CLI modules, in registration order.
-AREAS = ("fragments", "manifests", "packages", "contexts", "runs", "archive")
+AREAS = ("fragments", "manifests", "packages", "contexts", "runs", "log", "archive")
 
 
 def _unavailable(name: str, area: str, exc: ImportError) -> click.Command:

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     )
     from .fragment_rules import scope_from_parts as fragment_scope
     from .kinds import check_kind, known_kinds
+    from .log import LogOps
+    from .log import verify_proof as verify_log_proof
     from .manifest_rules import manifest_address
     from .package_context import context_size as package_context_size
     from .package_rules import normalize_uuid
@@ -64,6 +66,7 @@ _SOURCES: dict[str, str] = {
     "IngestReport": "artifacts",
     "InputError": "errors",
     "JSONFormError": "errors",
+    "LogOps": "log",
     "NotFound": "errors",
     "PutResult": "blobs",
     "RefSyntaxError": "errors",
@@ -86,6 +89,7 @@ _SOURCES: dict[str, str] = {
     "package_context_size": "package_context:context_size",
     "parse_ref": "refs",
     "verify_archive": "archive",
+    "verify_log_proof": "log:verify_proof",
 }
 
 __all__ = [
@@ -103,6 +107,7 @@ __all__ = [
     "IngestReport",
     "InputError",
     "JSONFormError",
+    "LogOps",
     "NotFound",
     "PutResult",
     "RefSyntaxError",
@@ -125,6 +130,7 @@ __all__ = [
     "package_context_size",
     "parse_ref",
     "verify_archive",
+    "verify_log_proof",
 ]
 
 

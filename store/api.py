@@ -10,9 +10,8 @@ store/blobs.py for bytes, store/settings.py for settings). Contract-specific ope
 off namespaced accessors (``store.fragments``, ``store.manifests``, ``store.packages``,
 ``store.contexts``, ``store.runs``), each defined in its contract's store module.
 
-Opening a store reads its schema revision with one SQL statement and compares it with the
-revisions shipped in migrations/versions (read as text): Alembic is imported only by
-:func:`init`, :func:`migrate` and ``open(..., create=True)`` on a store that does not exist.
+Opening a store compares its schema revision (one SQL statement) with migrations/versions
+(read as text): Alembic is imported only by init, migrate and ``open(create=True)``.
 """
 
 from __future__ import annotations
@@ -259,8 +258,7 @@ class Store:
 
         Args:
             work: called with a :class:`~evstore.txn.Txn`; may be called again on contention.
-            mode: ``"ingest"`` commits; ``"validate"`` always rolls back and returns
-                ``(result, faults)``.
+            mode: ``"ingest"`` commits; ``"validate"`` rolls back, returns ``(result, faults)``.
             kw: ``options`` and ``supplied`` for the Txn.
         """
         self._live()
@@ -666,8 +664,7 @@ class Store:
         record: bool = True,
         warnings: list[dict[str, str]] | None = None,
     ) -> CheckRun:
-        """Re-verify the store (all of it by default), yielding every fault (never stopping
-        at the first).
+        """Re-verify the store (all of it by default, the log too), yielding every fault.
 
         Re-hashes every blob (size and BLAKE3, SHA-256 index), then re-reads every artifact:
         canonical form (stored bytes == canonical(parse(stored bytes))) and its kind's audit
@@ -697,7 +694,7 @@ class Store:
         Raises:
             InputError: ``input.invalid`` (a bad option value), ``kind.unknown``, before
                 anything is read.
-        """  # noqa: D205 - the summary needs two lines
+        """
         self._live()
         options = CheckOptions(
             sample=sample,
@@ -786,6 +783,13 @@ class Store:
         from .contexts import ContextOps
 
         return ContextOps(self)
+
+    @property
+    def log(self) -> Any:
+        """The tamper-evident log (store/log.py ``LogOps``; docs/log.md)."""
+        from .log import LogOps
+
+        return LogOps(self)
 
     @property
     def runs(self) -> Any:

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 from .blobs import insert_ignore, insert_returning, put_many
 from .digests import Digest
 from .errors import EvstoreError, error
+from .log_entries import append_entry
 from .tables import artifacts, attrs, blobs, edges, warnings
 
 _IN_BATCH = 500
@@ -171,7 +172,7 @@ def put_artifacts(
         One :class:`ArtifactResult` per item, in order; ``new`` is True only for the first
         occurrence of an (address, kind) that was not stored before.
     """
-    puts = put_many(conn, [item[0] for item in items])
+    puts = put_many(conn, [item[0] for item in items], log=False)
     addresses = list(dict.fromkeys(p.digest.blake3 for p in puts))
     existing: set[str] = set()
     if conn.dialect.name == "postgresql":
@@ -233,6 +234,12 @@ def put_artifacts(
             dataclasses.replace(r, new=False) if r.new and r.digest.blake3 not in written else r
             for r in results
         ]
+    for r in results:
+        if r.new:  # the tamper-evident log: one ingest entry per new (address, kind)
+            dg = r.digest
+            append_entry(
+                conn, op="ingest", address=dg.blake3, sha256=dg.sha256, size=dg.size, kind=kind
+            )
     insert_ignore(conn, edges, list(edge_map.values()))
     insert_ignore(conn, attrs, list(attr_map.values()))
     insert_ignore(conn, warnings, list(warn_map.values()))

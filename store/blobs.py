@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection
 from .db import raw_driver
 from .digests import Digest, Hasher, digest_bytes
 from .errors import CorruptionError, NotFound
+from .log_entries import append_entry
 from .refs import ContentRef
 from .tables import blob_chunks, blobs
 
@@ -383,8 +384,12 @@ def _storage_values(conn: Connection, data: bytes) -> dict[str, Any]:
     return {"data": None, "chunk_set": chunk_set}
 
 
-def put_many(conn: Connection, items: Sequence[bytes]) -> list[PutResult]:
+def put_many(conn: Connection, items: Sequence[bytes], *, log: bool = True) -> list[PutResult]:
     """Store many byte strings (each at most a few MiB) in one batch.
+
+    Each new blob records a ``put`` entry of the tamper-evident log (appended when the
+    transaction commits, store/log_entries.py) unless ``log`` is False (an artifact's bytes:
+    its ``ingest`` entry names them).
 
     Already-stored content is not written again; a stored copy found corrupt is repaired.
     Duplicates within ``items`` are stored once.
@@ -429,6 +434,8 @@ def put_many(conn: Connection, items: Sequence[bytes]) -> list[PutResult]:
         new = dg.blake3 in written
         written.discard(dg.blake3)  # only the first occurrence within items is new
         results.append(PutResult(dg, new))
+        if new and log:
+            append_entry(conn, op="put", address=dg.blake3, sha256=dg.sha256, size=dg.size)
     return results
 
 
@@ -539,6 +546,7 @@ def put_stream(conn: Connection, stream: BinaryIO | Iterable[bytes]) -> PutResul
             "chunk_set": chunk_set,
         }
         if insert_returning(conn, blobs, [row]):
+            append_entry(conn, op="put", address=dg.blake3, sha256=dg.sha256, size=dg.size)
             return PutResult(dg, True)
         # A concurrent writer won: keep its row and drop our spare chunks.
         conn.execute(sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == chunk_set))

@@ -42,6 +42,7 @@ from .db import Database
 from .digests import Digest, Hasher, digest_bytes
 from .errors import CorruptionError, EvstoreError, Faults, StoreStateError, error
 from .kinds import check_kind, get_handler
+from .log_check import check_log
 from .settings import SETTINGS, load_settings
 from .tables import artifacts, blob_chunks, blobs, verified
 from .txn import Txn
@@ -228,6 +229,8 @@ class CheckRun(Iterator[EvstoreError]):
             finally:
                 if pool is not None:
                     pool.shutdown(cancel_futures=True)
+            if plan.sample is None and plan.since is None and plan.art_pass and not plan.art_kinds:
+                yield from check_log(conn)  # the whole log, in the same snapshot
 
     def _pages(self, conn: sa.Connection, txn: Txn, pool: ThreadPoolExecutor | None) -> Any:
         plan = self._plan

@@ -50,6 +50,7 @@ __all__ = [
     "RETRY_BUDGET_S",
     "SchemaState",
     "classify",
+    "commit_hook",
     "database_errors",
     "head_revision",
     "normalize_url",
@@ -68,6 +69,9 @@ _RETRY_LOCK = 7403012512
 RETRY_BUDGET_S = 120.0
 
 T = TypeVar("T")
+
+#: Key in ``Connection.info`` of the hooks :func:`commit_hook` registered for a transaction.
+_BEFORE_COMMIT = "evstore.before_commit"
 
 #: The URL options a SQLite store accepts: each opens the file read-only (SQLite URI
 #: parameters). ``immutable=1`` also reads a store in a read-only folder or mount.
@@ -234,6 +238,21 @@ def translate(exc: BaseException, url: str = "") -> StoreStateError:
     err = error(fault.code, f"{head}: {_first_line(exc)}")
     assert isinstance(err, StoreStateError)
     return err
+
+
+def commit_hook(conn: Connection, key: str, factory: Callable[[], Any]) -> Any:
+    """The hook registered under ``key`` for the transaction on ``conn`` (made by ``factory``).
+
+    :meth:`Database.run_transaction` calls every registered hook as ``hook(conn)`` after its
+    work returned and before it commits, inside the same transaction (the tamper-evident log
+    appends the transaction's entries this way, store/log_entries.py). A transaction that
+    rolls back never runs its hooks, and every attempt starts with none. Returns the hook
+    object so the caller can hand it more work (``factory`` is called once per transaction).
+    """
+    hooks = conn.info.setdefault(_BEFORE_COMMIT, {})
+    if key not in hooks:
+        hooks[key] = factory()
+    return hooks[key]
 
 
 def _backoff(attempt: int) -> float:
@@ -595,9 +614,13 @@ class Database:
             attempt += 1
             try:
                 with self.engine.begin() as conn:
+                    conn.info.pop(_BEFORE_COMMIT, None)  # nothing left by an earlier attempt
                     if serialize:
                         conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_RETRY_LOCK})")
-                    return work(conn)
+                    result = work(conn)
+                    for hook in conn.info.pop(_BEFORE_COMMIT, {}).values():
+                        hook(conn)
+                    return result
             except Exception as exc:
                 fault = classify(exc)
                 if fault is None:

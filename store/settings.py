@@ -50,6 +50,13 @@ SETTINGS: dict[str, Setting] = {
             "example.document_revision counts only when listed here.",
         ),
         Setting(
+            "log.key_file",
+            str,
+            "",
+            "Path of the log's private key file (0600) that `evstore log checkpoint` signs "
+            "with, when neither --key nor EVSTORE_LOG_KEY names one (docs/log.md#keys).",
+        ),
+        Setting(
             "manifests.accept_unverified_phase",
             bool,
             False,

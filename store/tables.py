@@ -18,6 +18,11 @@ Every digest column (addresses, ``blobs.sha256``, ``attrs.value_digest``,
     warnings     warnings recorded with an accepted artifact
     settings     store settings, changed with ``evstore config``
     verified     when ``evstore check`` last found an object without fault (revision 0003)
+    log_entries      the tamper-evident log: entry ``idx`` (dense from 0), its RFC 8785 bytes
+    log_nodes        insert-only hashes of complete Merkle subtrees ``(level, idx)``
+    log_checkpoints  signed checkpoints (C2SP signed notes), one per tree size
+    log_keys         the log's verifier keys (never a private key)
+(revision 0007; docs/log.md)
 """
 
 from __future__ import annotations
@@ -44,6 +49,10 @@ __all__ = [
     "blob_chunks",
     "blobs",
     "edges",
+    "log_checkpoints",
+    "log_entries",
+    "log_keys",
+    "log_nodes",
     "metadata",
     "settings",
     "verified",
@@ -147,4 +156,44 @@ verified = Table(
     # When a check last found the object without fault (UTC).
     Column("verified_at", DateTime(timezone=True), nullable=False),
     PrimaryKeyConstraint("address", "kind", name="pk_verified"),
+)
+
+log_entries = Table(
+    "log_entries",
+    metadata,
+    # The leaf index: dense from 0, assigned under the log lock when the transaction appends.
+    Column("idx", BigInteger, primary_key=True, autoincrement=False),
+    # The entry's object address (64 hex), for `prove REF`.
+    Column("address", String(64), nullable=False),
+    # The RFC 8785 bytes of the entry object (the leaf is SHA-256(0x00 || entry)).
+    Column("entry", LargeBinary, nullable=False),
+    Index("ix_log_entries_address", "address"),
+)
+
+log_nodes = Table(
+    "log_nodes",
+    metadata,
+    # Complete subtree (level, idx) covers leaves idx * 2**level .. (idx + 1) * 2**level - 1.
+    Column("level", Integer, nullable=False),
+    Column("idx", BigInteger, nullable=False),
+    Column("hash", LargeBinary, nullable=False),
+    PrimaryKeyConstraint("level", "idx", name="pk_log_nodes"),
+)
+
+log_checkpoints = Table(
+    "log_checkpoints",
+    metadata,
+    Column("size", BigInteger, primary_key=True, autoincrement=False),
+    # The signed note, verbatim (c2sp.org/tlog-checkpoint).
+    Column("note", Text, nullable=False),
+    Column("signed_at", DateTime(timezone=True), nullable=False),
+)
+
+log_keys = Table(
+    "log_keys",
+    metadata,
+    # The verifier key <name>+<key ID>+<base64 key> (c2sp.org/signed-note); the latest added
+    # is the log's key.
+    Column("vkey", String(512), primary_key=True),
+    Column("added_at", DateTime(timezone=True), nullable=False),
 )

@@ -23,6 +23,16 @@ def _current(store: evstore.Store) -> str:
     return store.db.schema_state().current
 
 
+def _kept(snap: dict) -> tuple[dict, list]:
+    """The snapshot without the log's tables, and the addresses the log names.
+
+    Revision 0007 rebuilds the log from the objects on its way up (its documented order and
+    a new time for blobs), so the log's bytes differ after a round trip; what it names may not.
+    """
+    rest = {t: rows for t, rows in snap.items() if not t.startswith("log_")}
+    return rest, sorted(row[1] for row in snap.get("log_entries", []))
+
+
 def test_every_migration_downgrades_and_upgrades_again(store_url, snapshot):
     chain = schema_revisions()
     with evstore.open(store_url) as s:
@@ -36,11 +46,11 @@ def test_every_migration_downgrades_and_upgrades_again(store_url, snapshot):
             assert _current(s) == chain[i - 1]
             _alembic(s, "upgrade", "head")
             assert _current(s) == chain[-1]
-            assert snapshot(s) == before, f"data changed by {chain[i]} down and up"
+            assert _kept(snapshot(s)) == _kept(before), f"data changed by {chain[i]} down and up"
         # all the way down in one command, and up again
         _alembic(s, "downgrade", chain[0])
         _alembic(s, "upgrade", "head")
-        assert snapshot(s) == before
+        assert _kept(snapshot(s)) == _kept(before)
         with s.db.engine.connect() as conn:
             assert compare_metadata(MigrationContext.configure(conn), metadata) == []
             assert lookup_binding(conn, "test.migrations", "a key") == "a value"

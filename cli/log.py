@@ -1,0 +1,219 @@
+"""The tamper-evident log's commands: log (status, entries, keys, checkpoint), prove, verify-proof.
+
+docs/log.md describes the log. The private key file is named by ``--key``, else the
+``EVSTORE_LOG_KEY`` environment variable, else the store's ``log.key_file`` setting (read
+here, in the CLI layer; the library takes the path as an argument).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+import evstore
+
+from .common import Ctx, emit, open_store, pass_ctx, read_input, write_output
+
+__all__ = ["COMMANDS", "KEY_ENV", "log", "prove", "register", "verify_proof"]
+
+#: The environment variable naming the log's private key file.
+KEY_ENV = "EVSTORE_LOG_KEY"
+
+
+def _key_path(store: evstore.Store, given: str | None) -> str | None:
+    """``--key``, else $EVSTORE_LOG_KEY, else the ``log.key_file`` setting (None: none)."""
+    if given:
+        return given
+    if os.environ.get(KEY_ENV):
+        return os.environ[KEY_ENV]
+    configured = store.config("log.key_file")["log.key_file"]
+    return str(configured) if configured else None
+
+
+def _print_status(r: dict[str, Any]) -> None:
+    cp = r["checkpoint"]
+    click.echo(f"entries: {r['size']}")
+    click.echo(f"verifier key: {r['vkey'] or '(none: evstore log init-key)'}")
+    if cp is None:
+        click.echo("no signed checkpoint yet (evstore log checkpoint)")
+        return
+    click.echo(f"latest checkpoint: size {cp['size']}, signed {cp['signed_at']}")
+    click.echo(cp["note"], nl=False)
+
+
+@click.group(invoke_without_command=True)
+@pass_ctx
+@click.pass_context
+def log(click_ctx: click.Context, ctx: Ctx) -> None:
+    """The tamper-evident log: with no subcommand, its size and latest signed checkpoint.
+
+    Every accepted put, ingest (and retain, release, deletion) appends one entry in the same
+    transaction; checkpoints are C2SP signed notes (docs/log.md).
+
+    Exit codes: 0 ok; 1 store errors.
+    """
+    if click_ctx.invoked_subcommand is not None:
+        return
+    with open_store(ctx) as store:
+        r = store.log.status()
+    emit(ctx, r, _print_status)
+
+
+@log.command("entries")
+@click.option("--from", "start", type=click.IntRange(min=0), default=0, help="First index.")
+@click.option("--to", "end", type=click.IntRange(min=0), default=None, help="End (exclusive).")
+@pass_ctx
+def entries(ctx: Ctx, start: int, end: int | None) -> None:
+    """Entries START..END-1 (default: all), one line each: index, then the entry's JSON.
+
+    Exit codes: 0 ok; 1 log.range (--from after --to), store errors.
+    """
+    with open_store(ctx) as store:
+        rows = store.log.entries(start, end)
+
+    def human(_: Any) -> None:
+        for r in rows:
+            click.echo(f"{r['index']} {json.dumps(r['entry'], sort_keys=True)}")
+
+    emit(ctx, {"entries": rows}, human)
+
+
+@log.command("init-key")
+@click.argument("path", required=False)
+@click.option("--origin", default=None, help="The log's origin (key name); default random.")
+@pass_ctx
+def init_key(ctx: Ctx, path: str | None, origin: str | None) -> None:
+    """Create the log's Ed25519 key: PATH (0600, never overwritten) and the stored verifier key.
+
+    PATH defaults to $EVSTORE_LOG_KEY, else the log.key_file setting. When the setting is
+    empty it is set to PATH, so `evstore log checkpoint` finds the key.
+
+    Exit codes: 0 created; 1 log.key-exists, log.key-file, checkpoint.key, store errors.
+    """
+    with open_store(ctx) as store:
+        chosen = _key_path(store, path)
+        if chosen is None:
+            raise evstore.error(
+                "log.key-file", f"name the key file: PATH, ${KEY_ENV} or log.key_file"
+            )
+        r = store.log.init_key(chosen, origin)
+        if not store.config("log.key_file")["log.key_file"]:
+            store.set_config("log.key_file", str(Path(chosen).resolve()))
+    emit(ctx, r, f"{r['vkey']}\nprivate key: {r['path']} (0600; keep it out of the database)")
+
+
+@log.command("key")
+@pass_ctx
+def key(ctx: Ctx) -> None:
+    """Print the log's verifier key (give it to auditors for verify-proof).
+
+    Exit codes: 0 ok; 1 log.no-key, store errors.
+    """
+    with open_store(ctx) as store:
+        vkey = store.log.key()
+    emit(ctx, {"vkey": vkey}, vkey)
+
+
+@log.command("checkpoint")
+@click.option("--key", "key_file", default=None, help=f"Private key file (else ${KEY_ENV}).")
+@pass_ctx
+def checkpoint(ctx: Ctx, key_file: str | None) -> None:
+    """Sign a checkpoint of the log now, after checking it extends the previous one.
+
+    Exit codes: 0 signed (or unchanged); 1 log.inconsistent (nothing signed), log.no-key,
+    log.key-mismatch, log.key-file, checkpoint.key, store errors.
+    """
+    with open_store(ctx) as store:
+        r = store.log.checkpoint(_key_path(store, key_file))
+    emit(ctx, r, lambda _: click.echo(r["note"], nl=False))
+
+
+@click.command()
+@click.argument("args", nargs=-1)
+@click.option("--index", type=click.IntRange(min=0), default=None, help="Prove this entry.")
+@click.option(
+    "--consistency",
+    "old",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="OLD",
+    help="A consistency proof from size OLD to NEW (default: the latest checkpoint).",
+)
+@click.option("-o", "--output", default=None, help="Write the proof file here (default stdout).")
+@pass_ctx
+def prove(
+    ctx: Ctx, args: tuple[str, ...], index: int | None, old: int | None, output: str | None
+) -> None:
+    """Prove REF's latest entry (or entry --index N) is in the latest signed checkpoint, or
+    (--consistency OLD [NEW]) that the tree of size OLD is a prefix of checkpoint NEW.
+
+    Writes the proof file: C2SP tlog-proof text (inclusion) or JSON (consistency), each
+    carrying the signed checkpoint it was computed at. `evstore verify-proof` checks it.
+
+    Exit codes: 0 ok; 1 log.no-checkpoint, log.not-logged, log.range, ref.syntax; 2 usage.
+    """  # noqa: D205 - the help text
+    if len(args) > 1:
+        raise click.UsageError("prove takes one REF (or NEW with --consistency)")
+    with open_store(ctx) as store:
+        if old is not None:
+            if index is not None:
+                raise click.UsageError("--index and --consistency exclude each other")
+            try:
+                new = int(args[0]) if args else None
+            except ValueError:
+                raise click.UsageError(f"NEW must be a tree size, not {args[0]!r}") from None
+            r = store.log.prove_consistency(old, new)
+        else:
+            if not args and index is None:
+                raise click.UsageError("prove takes a REF, --index N or --consistency OLD")
+            r = store.log.prove(args[0] if args else None, index=index)
+    text = r.pop("text")
+    if output is not None:
+        write_output(ctx, output, text.encode("utf-8"))
+        if not ctx.json:
+            ctx.note(f"wrote {output}")
+        return
+    emit(ctx, r, lambda _: click.echo(text, nl=False))
+
+
+@click.command("verify-proof")
+@click.argument("file")
+@click.option("--key", "vkey", required=True, help="The log's verifier key, or a file holding it.")
+@click.option("--content", default=None, help="The object's bytes: the entry must name them.")
+@pass_ctx
+def verify_proof(ctx: Ctx, file: str, vkey: str, content: str | None) -> None:
+    """Verify a proof file from `evstore prove`, with no store: signature, proof, content.
+
+    Exit codes: 0 verified; 1 checkpoint.*, tlog-proof.*, log.consistency,
+    log.content-mismatch, log.proof-malformed, input.unreadable.
+    """
+    if "+" not in vkey and Path(vkey).is_file():
+        vkey = read_input(vkey).decode("utf-8", "replace").strip()
+    data = read_input(file)
+    body = read_input(content) if content is not None else None
+    r = evstore.verify_log_proof(data, vkey, body)
+    if r["type"] == "inclusion":
+        line = f"ok: entry {r['index']} is in {r['origin']} at size {r['size']}"
+        if r["content"]:
+            line += f"; the content is {r['entry']['address']}"
+    else:
+        signed = "signed" if r["old_root_signed"] else "as given in the file"
+        line = (
+            f"ok: size {r['old_size']} (root {r['old_root']}, {signed}) is a prefix of"
+            f" {r['origin']} at size {r['new_size']}"
+        )
+    emit(ctx, {"ok": True, **r}, line)
+
+
+#: The commands of this area, as registered on the ``evstore`` group.
+COMMANDS = (log, prove, verify_proof)
+
+
+def register(cli: click.Group) -> None:
+    """Add the log commands to the ``evstore`` group."""
+    for command in COMMANDS:
+        cli.add_command(command)
