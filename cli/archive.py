@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -48,7 +50,8 @@ def archive() -> None:
 @click.option(
     "--with-proofs",
     is_flag=True,
-    help="Add each member's log entry and inclusion proof (needs a store with an ingest log).",
+    help="Add each member's log entry and inclusion proof at the latest signed checkpoint, "
+    "with the checkpoint and the verifier key (not byte-identical across exports).",
 )
 @pass_ctx
 def export(ctx: Ctx, refs: tuple[str, ...], output: str, with_proofs: bool) -> None:
@@ -57,7 +60,7 @@ def export(ctx: Ctx, refs: tuple[str, ...], output: str, with_proofs: bool) -> N
     Deterministic: the same closure gives byte-identical output from any store.
 
     Exit codes: 0 written; 1 ref.syntax, not-found.blob, corruption.*, output.unwritable,
-    archive.no-log, store error (nothing is left at the output); 2 usage.
+    log.no-checkpoint, log.not-logged, store error (nothing is left at the output); 2 usage.
     """
     with open_store(ctx) as store:
         report = evstore.export_archive(store, list(refs), output, with_proofs=with_proofs)
@@ -76,7 +79,8 @@ def export(ctx: Ctx, refs: tuple[str, ...], output: str, with_proofs: bool) -> N
     "--key",
     metavar="VKEY",
     default=None,
-    help="Verifier key of the log that signed the archive's checkpoint (proofs required).",
+    help="The log's verifier key, or a file holding it (`evstore log key`): every member's "
+    "inclusion proof must verify under it (archives made with --with-proofs).",
 )
 @_MAX_BYTES
 @pass_ctx
@@ -86,21 +90,22 @@ def verify(ctx: Ctx, path: str, key: str | None, max_bytes: int | None) -> None:
     Exit codes: 0 every check passed; 1 faults (each names its file), input.unreadable;
     2 usage.
     """
-    checked = evstore.verify_archive(path, limits=_limits(max_bytes))
-    if key is not None:
-        checked.faults.append(
-            evstore.error(
-                "archive.no-proofs",
-                "--key was given but the archive carries no checkpoint or inclusion proofs",
-                path=path,
-            )
-        )
+    if key is not None and os.path.isfile(key):
+        try:
+            key = Path(key).read_text("utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise evstore.error("input.unreadable", f"cannot read {key}: {exc}", path=key) from None
+    checked = evstore.verify_archive(path, limits=_limits(max_bytes), key=key)
 
     def human(c: Any) -> None:
         for f in c.faults:
             click.echo(f"FAILED {f}")
         for root in c.roots:
             click.echo(f"{root.address}  {root.kind}  {len(root.members)} objects")
+        if c.proofs == "self-consistent":
+            click.echo("proofs: consistent with the archive's own key (give --key to trust one)")
+        elif c.proofs == "verified":
+            click.echo("proofs: every member is in the checkpoint, signed by the key given")
         state = "ok" if c.ok else f"{len(c.faults)} fault(s)"
         click.echo(f"{path}: {state}")
 

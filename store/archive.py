@@ -59,6 +59,7 @@ from .archive_layout import (
     tar_info,
     tar_padding,
 )
+from .archive_proofs import ANN_PROVES, MEDIA_CHECKPOINT, MEDIA_PROOF, MEDIA_VKEY, collect_proofs
 from .archive_verify import Checked, Member, verify_source
 from .artifacts import Document
 from .canonical import dumps, loads
@@ -330,8 +331,35 @@ class _Writer:
                 os.unlink(self.tmp)
 
 
-def _plan(conn: sa.Connection, refs: Sequence[str]) -> tuple[list[tuple[dict, bytes]], dict]:
-    """Every root's index entry and manifest bytes, and every object by SHA-256 hex."""
+def _proof_layers(
+    conn: sa.Connection, members: list[str], extras: dict[str, bytes]
+) -> list[dict[str, Any]]:
+    """The checkpoint, key and per-member proof layers of one manifest (blobs into extras)."""
+    note, vkey, proofs = collect_proofs(conn, members)
+
+    def put(data: bytes, media: str, role: str, **ann: str) -> dict[str, Any]:
+        sha = digest_bytes(data).sha256
+        extras[sha] = data
+        return {
+            "mediaType": media,
+            "digest": "sha256:" + sha,
+            "size": len(data),
+            "annotations": {ANN_ROLE: role, **ann},
+        }
+
+    out = [put(note, MEDIA_CHECKPOINT, "checkpoint"), put(vkey, MEDIA_VKEY, "verifier-key")]
+    out += [put(proofs[a], MEDIA_PROOF, "proof", **{ANN_PROVES: a}) for a in members]
+    return out
+
+
+def _plan(
+    conn: sa.Connection, refs: Sequence[str], extras: dict[str, bytes] | None = None
+) -> tuple[list[tuple[dict, bytes]], dict]:
+    """Every root's index entry and manifest bytes, and every object by SHA-256 hex.
+
+    With ``extras`` (a dict), each manifest also lists the log proofs of its members, whose
+    bytes go into ``extras`` by SHA-256 hex.
+    """
     roots: dict[str, str] = {}
     for ref in refs:
         row = _blobs.lookup(conn, parse_ref(ref))
@@ -344,6 +372,8 @@ def _plan(conn: sa.Connection, refs: Sequence[str]) -> tuple[list[tuple[dict, by
     for root in sorted(roots):
         members = _closure(conn, root, cache)
         layers = [_layer(cache[a], role) for a, role in members]
+        if extras is not None:
+            layers += _proof_layers(conn, ["blake3:" + a for a, _ in members], extras)
         for a, _ in members:
             objects[cache[a].row.digest.sha256] = cache[a]
         kind = _kind_text(cache[root].kinds)
@@ -420,28 +450,27 @@ def export_archive(
         store: the open store read from (one consistent snapshot).
         refs: content refs of the roots, in any form (duplicates are one root).
         output: a new (or empty) directory, or a path ending in ``.tar``.
-        with_proofs: add each member's log entry and inclusion proof.
+        with_proofs: add, per member, its log entry and inclusion proof at the latest signed
+            checkpoint, with the checkpoint and the verifier key (not deterministic: the
+            checkpoint moves).
 
     Returns:
         The :class:`ExportReport`.
 
     Raises:
-        StoreStateError: ``archive.no-log`` with ``with_proofs`` (this store keeps no log).
+        NotFound: with ``with_proofs``, ``log.no-checkpoint`` (none signed yet),
+            ``log.not-logged`` (an object logged after the latest checkpoint: sign a newer
+            one). StoreStateError: ``log.no-key``.
         RefSyntaxError, NotFound (``not-found.blob``): a ref, or an object its edges name.
         CorruptionError: a stored object does not match its address (nothing is left at
             ``output``). InputError: ``output.unwritable`` (exists, or cannot be written).
     """
-    if with_proofs:
-        raise error(
-            "archive.no-log",
-            "this store keeps no ingest log, so there are no inclusion proofs to export; "
-            "export without --with-proofs",
-        )
     if not refs:
         raise error("input.invalid", "give at least one ref to export")
     out = os.fspath(output)
     with store.db.read() as conn:
-        entries, objects = _plan(conn, refs)
+        extras: dict[str, bytes] | None = {} if with_proofs else None
+        entries, objects = _plan(conn, refs, extras)
         writer = _Writer(out)
         try:
             writer.write(LAYOUT_FILE, len(layout_bytes()), iter([layout_bytes()]))
@@ -451,6 +480,8 @@ def export_archive(
             files: dict[str, tuple[int, Any]] = {EMPTY_CONFIG_DIGEST[7:]: (2, EMPTY_CONFIG)}
             for entry, data in entries:
                 files[entry["digest"][7:]] = (len(data), data)
+            for sha, extra in (extras or {}).items():
+                files[sha] = (len(extra), extra)
             for sha, obj in objects.items():
                 files.setdefault(sha, (obj.row.digest.size, obj.row))
             for sha, size, chunks in _contents(conn, files):
@@ -471,17 +502,26 @@ def export_archive(
     return ExportReport(out, roots, len(objects), total)
 
 
-def verify_archive(path: str | os.PathLike[str], *, limits: Limits | None = None) -> Checked:
+def verify_archive(
+    path: str | os.PathLike[str], *, limits: Limits | None = None, key: str | None = None
+) -> Checked:
     """Verify an archive without a store: every fault, each naming its file.
 
+    Args:
+        path: the layout directory or tar.
+        limits: the reader's limits.
+        key: the log's verifier key (``evstore log key``): every member's inclusion proof
+            must verify under it (docs/archive.md#proofs).
+
     Returns:
-        :class:`~evstore.archive_verify.Checked` (``ok``, ``faults``; ``to_dict()``).
+        :class:`~evstore.archive_verify.Checked` (``ok``, ``faults``, ``proofs``;
+        ``to_dict()``).
 
     Raises:
         InputError: ``input.unreadable`` (no such path), ``archive.layout`` (not a tar).
     """
     with open_source(path, limits) as src:
-        return verify_source(src, limits)
+        return verify_source(src, limits, key)
 
 
 # --------------------------------------------------------------------------- import

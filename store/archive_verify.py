@@ -17,7 +17,9 @@ file, the place (``pointer``):
 6. every artifact member is canonical JSON (``archive.not-canonical``, or the strict reader's
    ``json.*``) and passes its kind's store-free contract rules: the pure ``validate`` of
    store/fragment_rules.py, manifest_rules.py, package_rules.py, context_rules.py and
-   run_rules.py, with the default settings.
+   run_rules.py, with the default settings;
+7. with proofs (``export --with-proofs``), every member's inclusion proof at the archive's
+   one checkpoint, under the key given or else the archive's own (store/archive_proofs.py).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from .archive_layout import (
     Source,
     blob_name,
 )
+from .archive_proofs import PROOF_MEDIA, ProofLayers, proof_faults
 from .canonical import loads, loads_canonical
 from .digests import Digest, Hasher
 from .errors import EvstoreError, error, join_pointer
@@ -99,6 +102,7 @@ class Root:
     kind: str
     manifest: str
     members: list[Member] = field(default_factory=list)
+    proofs: ProofLayers = field(default_factory=ProofLayers)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -124,6 +128,10 @@ class Checked:
     members: dict[str, Member] = field(default_factory=dict)
     digests: dict[str, Digest] = field(default_factory=dict)
     faults: list[EvstoreError] = field(default_factory=list)
+    #: ``absent``, ``verified`` (with the key given), ``self-consistent`` (checked with the
+    #: archive's own key: anyone can make a key, so this proves nothing about the log) or
+    #: ``failed`` (a proof fault is among ``faults``).
+    proofs: str = "absent"
 
     @property
     def ok(self) -> bool:
@@ -138,7 +146,7 @@ class Checked:
             "roots": [r.to_dict() for r in self.roots],
             "objects": len(self.members),
             "bytes": sum(m.size for m in self.members.values()),
-            "proofs": "absent",
+            "proofs": self.proofs,
             "faults": [f.to_dict() for f in self.faults],
         }
 
@@ -389,11 +397,21 @@ def _manifest(run: _Run, entry: dict[str, Any], hexpart: str, pointer: str) -> N
         )
         return
     root = Root(address, str(ann.get(ANN_KIND, "")), hexpart)
+    wanted = 0
     for i, layer in enumerate(layers):
+        if isinstance(layer, dict) and layer.get("mediaType") in PROOF_MEDIA:
+            proof = run.descriptor(layer, path, f"/layers/{i}")
+            ann = layer.get("annotations")
+            if proof is not None and not root.proofs.add(
+                layer["mediaType"], proof, ann if isinstance(ann, dict) else {}
+            ):
+                run.fault("archive.layout", "a proof names no member", path, f"/layers/{i}")
+            continue
+        wanted += 1
         m = _member(run, layer, path, f"/layers/{i}")
         if m is not None:
             root.members.append(m)
-    if len(root.members) != len(layers):
+    if len(root.members) != wanted or not root.members:
         return
     if root.members[0].address != address or root.members[0].role != "root":
         run.fault("archive.layout", "the first member must be the root", path, "/layers/0")
@@ -495,12 +513,43 @@ def _rule_faults(run: _Run, m: Member) -> None:
             run.out.faults.append(fault)
 
 
-def verify_source(src: Source, limits: Limits | None = None) -> Checked:
+def _proofs(run: _Run, key: str | None) -> None:
+    """Every root's proofs (store/archive_proofs.py), against ``key`` when given."""
+    with_proofs = [r for r in run.out.roots if r.proofs]
+    if key is not None and not with_proofs:
+        run.fault(
+            "archive.no-proofs",
+            "a verifier key was given but the archive carries no checkpoint or proofs",
+            INDEX_FILE,
+        )
+        return
+    if not with_proofs:
+        return
+    notes: set[bytes] = set()
+    before = len(run.out.faults)
+    for root in run.out.roots:
+        members = {m.address: m.sha256 for m in root.members}
+        path = blob_name(root.manifest)
+        run.out.faults += proof_faults(
+            root.proofs, members, lambda h: run.src.read(blob_name(h)), key, path
+        )
+        notes.update(run.src.read(blob_name(h)) for h in root.proofs.checkpoint)
+    if len(notes) > 1 or len(with_proofs) != len(run.out.roots):
+        run.fault("archive.layout", "every root is proven at one checkpoint", INDEX_FILE)
+    if len(run.out.faults) > before:
+        run.out.proofs = "failed"
+    else:
+        run.out.proofs = "verified" if key is not None else "self-consistent"
+
+
+def verify_source(src: Source, limits: Limits | None = None, key: str | None = None) -> Checked:
     """Every offline check of an archive (see the module docstring), listing every fault.
 
     Args:
         src: the listed archive (:func:`evstore.archive_layout.open_source`).
         limits: the reader's limits (defaults: :class:`~evstore.archive_layout.Limits`).
+        key: the log's verifier key: every proof must verify under it
+            (``archive.no-proofs`` when the archive carries none).
 
     Returns:
         A :class:`Checked` (``ok`` when no fault was found).
@@ -526,4 +575,5 @@ def verify_source(src: Source, limits: Limits | None = None) -> Checked:
     for m in sorted(run.out.members.values(), key=lambda m: m.address):
         if m.kinds:
             _rule_faults(run, m)
+    _proofs(run, key)
     return run.out

@@ -265,9 +265,8 @@ _NOTARIUS_SELECTION = "notarius-evidence-context-v1#selection-and-citations"
 _SOURCE_DOCUMENT = "docs/bundle.md#generic-source-documents"
 _BUNDLE_LAYOUT = "docs/bundle.md#indexjson"
 _RUN_RECORD = "docs/bundle.md#the-run-record"
-_ARCHIVE_READ = "docs/archive.md#hostile-archives"
-_ARCHIVE_LIMITS = "docs/archive.md#limits"
-_ARCHIVE_CHECKS = "docs/archive.md#what-verify-checks"
+_AR, _AR_LIM = "docs/archive.md#hostile-archives", "docs/archive.md#limits"
+_AR_CHK, _AR_PRF = "docs/archive.md#what-verify-checks", "docs/archive.md#proofs"
 
 # fmt: off
 _TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
@@ -597,38 +596,22 @@ _TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("run.record-shape", "contract", _RUN_RECORD, "a run record is not the documented tree"),
     ("run.missing-object", "contract", _RUN_RECORD,
      "a blob or artifact a run record names is not stored"),
-    # -- archives (OCI Image Layout export, verify, import)
-    ("archive.unsafe-path", "input", _ARCHIVE_READ,
-     "an archive entry is absolute, has '..'/'.'/empty segments, a backslash or NUL"),
-    ("archive.link", "input", _ARCHIVE_READ, "an archive entry is a symbolic or hard link"),
-    ("archive.special-file", "input", _ARCHIVE_READ,
-     "an archive entry is a device, FIFO or anything but a regular file or directory"),
-    ("archive.duplicate-entry", "input", _ARCHIVE_READ, "an archive holds one entry name twice"),
-    ("archive.too-large", "input", _ARCHIVE_LIMITS,
-     "declared sizes, entry count or a JSON file beyond the reader's limits (a tar bomb)"),
-    ("archive.truncated", "input", _ARCHIVE_READ,
-     "a tar member's declared data runs past the end of the file, or the tar is damaged"),
-    ("archive.layout", "input", _ARCHIVE_CHECKS,
-     "not the documented OCI Image Layout (a file, descriptor or annotation is wrong)"),
-    ("archive.missing-blob", "input", _ARCHIVE_CHECKS,
-     "a descriptor names a blob the archive does not hold"),
-    ("archive.size-mismatch", "input", _ARCHIVE_CHECKS,
-     "a descriptor's size differs from its blob's"),
-    ("archive.digest-mismatch", "input", _ARCHIVE_CHECKS,
-     "a blob's SHA-256 is not its file name (or its bytes changed during the import)"),
-    ("archive.address-mismatch", "input", _ARCHIVE_CHECKS,
-     "a member's BLAKE3 address annotation is not the BLAKE3 of its bytes"),
-    ("archive.closure-incomplete", "input", _ARCHIVE_CHECKS,
-     "a member records an edge to an object its manifest does not list"),
-    ("archive.cycle", "input", _ARCHIVE_CHECKS,
-     "the image indexes or the members' edges form a cycle"),
-    ("archive.not-canonical", "input", _ARCHIVE_CHECKS,
-     "an artifact member is not in its canonical form (RFC 8785)"),
-    ("archive.no-proofs", "input", "docs/archive.md#proofs",
-     "archive verify --key on an archive that carries no checkpoint or proofs"),
-    ("archive.no-log", "store", "docs/archive.md#proofs",
-     "--with-proofs on a store that keeps no ingest log"),
-    # -- the log: Merkle tree and checkpoints
+    # -- archives (OCI Image Layout export, verify, import): docs/archive.md; the log after them
+    ("archive.unsafe-path", "input", _AR, "an entry name is absolute or has a '..' or '.' segment"),
+    ("archive.link", "input", _AR, "an archive entry is a symbolic or hard link"),
+    ("archive.special-file", "input", _AR, "an entry is a device, FIFO or other non-regular file"),
+    ("archive.duplicate-entry", "input", _AR, "an archive holds one entry name twice"),
+    ("archive.too-large", "input", _AR_LIM, "sizes, entry count or a JSON file beyond the limits"),
+    ("archive.truncated", "input", _AR, "a tar member's data runs past the end, or a damaged tar"),
+    ("archive.layout", "input", _AR_CHK, "not the documented OCI Image Layout (the message says)"),
+    ("archive.missing-blob", "input", _AR_CHK, "a descriptor names a blob the archive lacks"),
+    ("archive.size-mismatch", "input", _AR_CHK, "a descriptor's size differs from its blob's"),
+    ("archive.digest-mismatch", "input", _AR_CHK, "a blob's SHA-256 is not its file name"),
+    ("archive.address-mismatch", "input", _AR_CHK, "a BLAKE3 address annotation is wrong"),
+    ("archive.closure-incomplete", "input", _AR_CHK, "an edge leads outside its manifest"),
+    ("archive.cycle", "input", _AR_CHK, "the indexes or the members' edges form a cycle"),
+    ("archive.not-canonical", "input", _AR_CHK, "an artifact member is not canonical JSON"),
+    ("archive.no-proofs", "input", _AR_PRF, "verify --key on an archive without proofs"),
     ("log.range", "input", "RFC 9162 section 2.1",
      "a proof was asked for an index or tree size outside the log"),
     ("checkpoint.malformed", "input", "c2sp.org/tlog-checkpoint",

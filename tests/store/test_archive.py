@@ -140,11 +140,11 @@ def test_the_manifest_lists_the_closure_with_roles_and_addresses(source, tmp_pat
 # --------------------------------------------------------------------------- refusals
 
 
-def test_with_proofs_is_refused_without_a_log(source, tmp_path):
+def test_with_proofs_needs_a_signed_checkpoint(source, tmp_path):
     _, url, roots = source
-    with pytest.raises(evstore.StoreStateError) as exc:
+    with pytest.raises(evstore.NotFound) as exc:
         _export(url, roots[:1], tmp_path / "p", with_proofs=True)
-    assert exc.value.code == "archive.no-log"
+    assert exc.value.code == "log.no-checkpoint"
     assert not (tmp_path / "p").exists()
 
 
@@ -446,3 +446,67 @@ def test_large_and_many_blobs_stream_through(store, empty_url, tmp_path, snapsho
         again = tmp_path / "again.tar"
         evstore.export_archive(b, [root.digest.address], again)
         assert again.read_bytes() == out.read_bytes()
+
+
+def _signed_store(store: evstore.Store, tmp_path: Path) -> str:
+    """Give ``store`` a log key and a checkpoint; returns its verifier key."""
+    key = tmp_path / "log.key"
+    store.log.init_key(key)
+    store.log.checkpoint(key)
+    return store.log.key()
+
+
+def test_proofs_travel_with_the_archive_and_verify_offline(store, empty_url, tmp_path, snapshot):
+    (ctx,) = store.ingest(Path(__file__).parents[2] / "examples/json/run-note.json").results
+    plain = b"a plain blob the note does not name"
+    blob = store.put(plain)
+    vkey = _signed_store(store, tmp_path)
+    out = tmp_path / "p"
+    evstore.export_archive(store, [ctx.digest.address, blob.digest.address], out, with_proofs=True)
+    checked = evstore.verify_archive(out, key=vkey)
+    assert checked.ok and checked.proofs == "verified", [f.to_dict() for f in checked.faults]
+    assert evstore.verify_archive(out).proofs == "self-consistent"
+    layout = Layout(out)
+    for i in range(len(layout.index["manifests"])):
+        layers = layout.manifest(i)["layers"]
+        roles = [x["annotations"]["dev.evstore.role"] for x in layers]
+        members = [x for x in layers if x["annotations"]["dev.evstore.role"] not in
+                   ("checkpoint", "verifier-key", "proof")]  # fmt: skip
+        assert roles.count("checkpoint") == roles.count("verifier-key") == 1
+        assert roles.count("proof") == len(members)
+    # Another log's key does not verify the checkpoint.
+    (tmp_path / "other").mkdir()
+    with evstore.open(empty_url, create=True) as other:
+        other_key = _signed_store(other, tmp_path / "other")
+        wrong = evstore.verify_archive(out, key=other_key)
+        faults = wrong.faults
+        assert wrong.proofs == "failed"
+        assert faults and {f.code.split(".")[0] for f in faults} == {"checkpoint"}
+        # The proof layers are not imported; the members are.
+        report = evstore.import_archive(other, out)
+        assert report.new_artifacts == 1 and other.get(blob.digest.address) == plain
+    # A proof of other bytes (another member's proof under this member's name) fails.
+    doc = layout.manifest(0)
+    proofs = [x for x in doc["layers"] if x["annotations"]["dev.evstore.role"] == "proof"]
+    other_proof = next(
+        x
+        for i in range(1, len(layout.index["manifests"]))
+        for x in layout.manifest(i)["layers"]
+        if x["annotations"]["dev.evstore.role"] == "proof"
+    )
+    proofs[0].update(digest=other_proof["digest"], size=other_proof["size"])
+    layout.save_manifest(doc, 0)
+    codes = [f.code for f in evstore.verify_archive(out, key=vkey).faults]
+    assert "log.content-mismatch" in codes
+
+
+def test_with_proofs_refuses_objects_logged_after_the_checkpoint(store, tmp_path):
+    _signed_store(store, tmp_path)
+    late = store.put(b"stored after the checkpoint")
+    with pytest.raises(evstore.NotFound) as exc:
+        evstore.export_archive(store, [late.digest.address], tmp_path / "p", with_proofs=True)
+    assert exc.value.code == "log.not-logged"
+    assert not (tmp_path / "p").exists()
+    evstore.export_archive(store, [late.digest.address], tmp_path / "plain")
+    codes = [f.code for f in evstore.verify_archive(tmp_path / "plain", key="x+00000000+AA").faults]
+    assert codes == ["archive.no-proofs"]

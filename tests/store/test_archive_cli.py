@@ -145,7 +145,7 @@ def test_verify_and_import_through_the_cli(exported, tmp_path, fresh):
         "--with-proofs",
         cwd=tmp_path,
     )
-    assert r.returncode == 1 and json.loads(r.stdout)["error"]["code"] == "archive.no-log"
+    assert r.returncode == 1 and json.loads(r.stdout)["error"]["code"] == "log.no-checkpoint"
     assert not (tmp_path / "p").exists()
 
 
@@ -168,3 +168,24 @@ def test_faults_name_their_files_and_refuse_the_import(exported, tmp_path):
     assert r.returncode == 1 and b"input.unreadable" in r.stderr
     r = ev("archive", "verify", "out", "--max-bytes", "10", cwd=tmp_path)
     assert r.returncode == 1 and b"archive.too-large" in r.stdout
+
+
+def test_proofs_through_the_cli(tmp_path, fresh):
+    store = fresh()
+    url = store.url
+    put = store.put(b"evidence bytes")
+    assert (
+        ev("--store", url, "log", "init-key", str(tmp_path / "k.key"), cwd=tmp_path).returncode == 0
+    )
+    r = ev("--store", url, "log", "checkpoint", "--key", str(tmp_path / "k.key"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "v.key").write_bytes(ev("--store", url, "log", "key", cwd=tmp_path).stdout)
+    r = ev("--store", url, "archive", "export", put.digest.address, "-o", "p.tar", "--with-proofs",
+           cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    r = ev("archive", "verify", "p.tar", "--key", "v.key", cwd=tmp_path)
+    assert r.returncode == 0 and b"signed by the key given" in r.stdout, r.stdout
+    r = ev("archive", "verify", "p.tar", cwd=tmp_path)
+    assert r.returncode == 0 and b"give --key" in r.stdout
+    r = ev("--json", "archive", "verify", "p.tar", "--key", "x+00000000+AA", cwd=tmp_path)
+    assert r.returncode == 1 and json.loads(r.stdout)["proofs"] == "failed"
