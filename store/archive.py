@@ -465,6 +465,7 @@ def export_archive(
         CorruptionError: a stored object does not match its address (nothing is left at
             ``output``). InputError: ``output.unwritable`` (exists, or cannot be written).
     """
+    store._live()
     if not refs:
         raise error("input.invalid", "give at least one ref to export")
     out = os.fspath(output)
@@ -641,6 +642,7 @@ def import_archive(
         ``details.faults`` listing every fault and ``details.fault_count``; nothing written.
         InputError: ``input.unreadable``.
     """
+    store._live()
     where = os.fspath(path)
     with open_source(where, limits) as src:
         checked = verify_source(src, limits)

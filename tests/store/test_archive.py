@@ -510,3 +510,12 @@ def test_with_proofs_refuses_objects_logged_after_the_checkpoint(store, tmp_path
     evstore.export_archive(store, [late.digest.address], tmp_path / "plain")
     codes = [f.code for f in evstore.verify_archive(tmp_path / "plain", key="x+00000000+AA").faults]
     assert codes == ["archive.no-proofs"]
+
+
+def test_a_closed_store_is_refused(store_url, tmp_path):
+    s = evstore.open(store_url)
+    s.close()
+    with pytest.raises(RuntimeError):
+        evstore.export_archive(s, ["blake3:" + "0" * 64], tmp_path / "x")
+    with pytest.raises(RuntimeError):
+        evstore.import_archive(s, tmp_path / "x")
