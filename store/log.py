@@ -111,6 +111,7 @@ class LogOps:
     """The log of one :class:`~evstore.api.Store` (``store.log``)."""
 
     def __init__(self, store: Any) -> None:
+        store._live()  # a closed Store refuses its namespaces too
         self._store = store
 
     # -- keys -----------------------------------------------------------------------------

@@ -71,6 +71,7 @@ def test_a_closed_store_refuses_every_call(store_url):
         "packages": lambda: store.packages,
         "contexts": lambda: store.contexts,
         "runs": lambda: store.runs,
+        "log": lambda: store.log,
     }
     public = {
         n
