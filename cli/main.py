@@ -161,6 +161,7 @@ def _interrupted(ctx_obj: Ctx | None, as_json: bool) -> None:
 
 #: Command name -> the contract CLI module (under evstore.cli) that defines it.
 AREA_COMMANDS: dict[str, str] = {
+    "archive": "archive",
     "closure": "runs",
     "excerpt": "contexts",
     "export": "packages",
@@ -179,7 +180,7 @@ AREA_COMMANDS: dict[str, str] = {
 }
 
 #: The contract CLI modules, in registration order.
-AREAS = ("fragments", "manifests", "packages", "contexts", "runs", "log")
+AREAS = ("fragments", "manifests", "packages", "contexts", "runs", "log", "archive")
 
 
 def _unavailable(name: str, area: str, exc: ImportError) -> click.Command:

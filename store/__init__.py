@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .api import Store
+    from .archive import export_archive, import_archive, verify_archive
+    from .archive_layout import Limits as ArchiveLimits
     from .artifacts import ArtifactInfo, ArtifactResult, Document, IngestReport
     from .blobs import PutResult
     from .canonical import dumps, loads
@@ -62,6 +64,7 @@ if TYPE_CHECKING:
 #: Public name -> the module (under evstore) that defines it, or "module:attribute" where the
 #: public name differs from the module's own.
 _SOURCES: dict[str, str] = {
+    "ArchiveLimits": "archive_layout:Limits",
     "ArtifactInfo": "artifacts",
     "ArtifactResult": "artifacts",
     "BindingConflict": "errors",
@@ -92,7 +95,9 @@ _SOURCES: dict[str, str] = {
     "dumps": "canonical",
     "edges_from": "review",
     "error": "errors",
+    "export_archive": "archive",
     "fragment_scope": "fragment_rules:scope_from_parts",
+    "import_archive": "archive",
     "init": "connect",
     "kind_counts": "review",
     "known_kinds": "kinds",
@@ -109,11 +114,13 @@ _SOURCES: dict[str, str] = {
     "rooting": "leases",
     "serve": "server.run",
     "token_scope": "tokens",
+    "verify_archive": "archive",
     "verify_log_proof": "log:verify_proof",
     "verify_now": "review",
 }
 
 __all__ = [
+    "ArchiveLimits",
     "ArtifactInfo",
     "ArtifactResult",
     "BindingConflict",
@@ -144,7 +151,9 @@ __all__ = [
     "dumps",
     "edges_from",
     "error",
+    "export_archive",
     "fragment_scope",
+    "import_archive",
     "init",
     "kind_counts",
     "known_kinds",
@@ -161,6 +170,7 @@ __all__ = [
     "rooting",
     "serve",
     "token_scope",
+    "verify_archive",
     "verify_log_proof",
     "verify_now",
 ]

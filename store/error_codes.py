@@ -42,6 +42,8 @@ _NOTARIUS_SELECTION = "notarius-evidence-context-v1#selection-and-citations"
 _SOURCE_DOCUMENT = "docs/bundle.md#generic-source-documents"
 _BUNDLE_LAYOUT = "docs/bundle.md#indexjson"
 _RUN_RECORD = "docs/bundle.md#the-run-record"
+_AR, _AR_LIM = "docs/archive.md#hostile-archives", "docs/archive.md#limits"
+_AR_CHK, _AR_PRF = "docs/archive.md#what-verify-checks", "docs/archive.md#proofs"
 _HTTP_BUNDLES = "docs/http.md#bundles"
 _HTTP = "docs/http.md"
 
@@ -415,6 +417,22 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("run.record-shape", "contract", _RUN_RECORD, "a run record is not the documented tree"),
     ("run.missing-object", "contract", _RUN_RECORD,
      "a blob or artifact a run record names is not stored"),
+    # -- archives (OCI Image Layout export, verify, import): docs/archive.md; the log after them
+    ("archive.unsafe-path", "input", _AR, "an entry name is absolute or has a '..' or '.' segment"),
+    ("archive.link", "input", _AR, "an archive entry is a symbolic or hard link"),
+    ("archive.special-file", "input", _AR, "an entry is a device, FIFO or other non-regular file"),
+    ("archive.duplicate-entry", "input", _AR, "an archive holds one entry name twice"),
+    ("archive.too-large", "input", _AR_LIM, "sizes, entry count or a JSON file beyond the limits"),
+    ("archive.truncated", "input", _AR, "a tar member's data runs past the end, or a damaged tar"),
+    ("archive.layout", "input", _AR_CHK, "not the documented OCI Image Layout (the message says)"),
+    ("archive.missing-blob", "input", _AR_CHK, "a descriptor names a blob the archive lacks"),
+    ("archive.size-mismatch", "input", _AR_CHK, "a descriptor's size differs from its blob's"),
+    ("archive.digest-mismatch", "input", _AR_CHK, "a blob's SHA-256 is not its file name"),
+    ("archive.address-mismatch", "input", _AR_CHK, "a BLAKE3 address annotation is wrong"),
+    ("archive.closure-incomplete", "input", _AR_CHK, "an edge leads outside its manifest"),
+    ("archive.cycle", "input", _AR_CHK, "the indexes or the members' edges form a cycle"),
+    ("archive.not-canonical", "input", _AR_CHK, "an artifact member is not canonical JSON"),
+    ("archive.no-proofs", "input", _AR_PRF, "verify --key on an archive without proofs"),
     # -- the log: Merkle tree and checkpoints
     ("log.range", "input", "RFC 9162 section 2.1",
      "a proof was asked for an index or tree size outside the log"),

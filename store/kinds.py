@@ -136,13 +136,19 @@ class JsonKind:
         # Every content ref holds "blake3:" or "sha256:", which RFC 8785 writes unescaped: a
         # document whose canonical bytes hold neither has no ref to walk for (issue 16).
         maybe = b"blake3:" in canonical or b"sha256:" in canonical
-        for ref in _content_refs(doc) if maybe else ():
+        refs = _content_refs(doc) if maybe else []
+        # The stored blobs among the blake3 refs: one query per 500, not one per ref.
+        stored = blobs._existing(
+            txn.conn,
+            sorted({r.hex for r in refs if r.algorithm == "blake3"} - {h for _, h in earlier}),
+        )
+        for ref in refs:
             hit = earlier.get((ref.algorithm, ref.hex))
             if hit is None:
                 row = (
                     txn.blob_by_sha256(ref.hex)
                     if ref.algorithm == "sha256"
-                    else blobs.lookup(txn.conn, ref)
+                    else stored.get(ref.hex)
                 )
                 hit = row.digest.blake3 if row is not None else None
             if hit is not None:

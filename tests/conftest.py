@@ -34,6 +34,26 @@ def shared_dir() -> Path:
     return SHARED
 
 
+@pytest.fixture(scope="session")
+def require_tool():
+    """`require_tool(name)` -> the path of a third-party command-line tool (skopeo, b3sum, jq).
+
+    Skips with a reason where the tool is not installed; fails instead when
+    EVSTORE_REQUIRE_TOOLS=1 (CI installs them: see .ci/run).
+    """
+
+    def need(name: str) -> str:
+        found = shutil.which(name)
+        if found is None:
+            msg = f"{name} is not installed (apt-get install {name})"
+            if _require("EVSTORE_REQUIRE_TOOLS"):
+                pytest.fail(msg + " and EVSTORE_REQUIRE_TOOLS=1")
+            pytest.skip(msg)
+        return found
+
+    return need
+
+
 # ---------------------------------------------------------------------------------------
 # Backends: every test that takes `store` runs on SQLite and on PostgreSQL.
 # ---------------------------------------------------------------------------------------

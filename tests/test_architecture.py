@@ -606,3 +606,35 @@ def test_the_pages_are_a_layer_above_the_public_surface():
         ),
     )
     assert not bad, "\n".join(bad)
+
+
+#: The archive layer (issue 14): above the facade. The layout reader and the offline checks use
+#: no database (an archive is verified with no store); only store/archive.py touches one.
+ARCHIVE_OFFLINE = {"archive_layout", "archive_verify"}
+ARCHIVE = ARCHIVE_OFFLINE | {"archive"}
+
+
+def test_archive_layer_sits_above_the_facade_and_verifies_offline():
+    assert {f"evstore.{m}" for m in ARCHIVE} <= set(_sources())
+
+    def offline(m, target, name, inner):
+        if target.split(".")[0] in DB_TOP:
+            return "offline archive code uses no database"
+        if inner is not None and _short(inner) in {"api", "db", "txn", "blobs", "tables", "ingest"}:
+            return "offline archive code imports no store, transaction or facade module"
+        return ""
+
+    bad = _violations({f"evstore.{m}" for m in ARCHIVE_OFFLINE}, offline)
+
+    def below(m, target, name, inner):
+        if inner is not None and _short(inner) in ARCHIVE:
+            return "only the package surface (evstore/__init__) and the CLI load the archive layer"
+        return ""
+
+    others = {
+        m
+        for m in _sources()
+        if m != "evstore" and not m.startswith("evstore.cli") and _short(m) not in ARCHIVE
+    }
+    bad += _violations(others, below)
+    assert not bad, "\n".join(bad)
