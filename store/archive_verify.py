@@ -343,10 +343,10 @@ def _closure_faults(run: _Run, root: Root, path: str) -> None:
     reached = {root.address}
     stack = [root.address]
     while stack:
-        for _, dst in by_address[stack.pop()].edges:
-            if dst in by_address and dst not in reached:
-                reached.add(dst)
-                stack.append(dst)
+        for _, target in by_address[stack.pop()].edges:
+            if target in by_address and target not in reached:
+                reached.add(target)
+                stack.append(target)
     for i, m in enumerate(root.members):
         # A content-version record is listed with the fragment whose source it registered.
         companion = "fragment-source" in m.kinds and all(d in reached for _, d in m.edges)

@@ -37,6 +37,8 @@ class _Module:
                     targets, value = [node.target], node.value
                 else:
                     continue
+                if isinstance(value, ast.Call) and getattr(value.func, "id", "") == "Table":
+                    continue  # a schema table: "blobs.address" names a column, not a code
                 # A table may name other constants: {"rule-1": (RULE_1, "message")}.
                 codes = _code_strings(value)
                 for n in ast.walk(value):
