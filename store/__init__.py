@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     )
     from .fragment_rules import scope_from_parts as fragment_scope
     from .kinds import check_kind, known_kinds
-    from .leases import rooting
+    from .leases import current_root, rooting
     from .manifest_rules import manifest_address
     from .package_context import context_size as package_context_size
     from .package_rules import normalize_uuid
@@ -84,6 +84,7 @@ _SOURCES: dict[str, str] = {
     "check_kind": "kinds",
     "create_app": "server.app",
     "create_token": "tokens",
+    "current_root": "leases",
     "describe_artifact": "describe",
     "digest_bytes": "digests",
     "dumps": "canonical",
@@ -134,6 +135,7 @@ __all__ = [
     "check_kind",
     "create_app",
     "create_token",
+    "current_root",
     "describe_artifact",
     "digest_bytes",
     "dumps",

@@ -50,6 +50,7 @@ __all__ = [
     "ROOT",
     "STEP_HOOK",
     "check_root_name",
+    "current_root",
     "db_now",
     "hold",
     "note_artifacts",
@@ -107,6 +108,11 @@ def check_root_name(name: str) -> str:
             root=str(name),
         )
     return name
+
+
+def current_root() -> str:
+    """The root writes in the current context use (``default`` outside :func:`rooting`)."""
+    return ROOT.get()
 
 
 @contextlib.contextmanager
