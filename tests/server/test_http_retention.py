@@ -93,6 +93,8 @@ def test_retain_release_roots_and_gc_with_scopes(served_any, store_url, snapshot
         assert _code(c.post("/v1/roots/k/retain", json={"refs": [ref], "until": 5}), 400) == (
             "http.request"
         )
+        far = {"refs": [ref], "until": "99999999999w"}  # past datetime's range
+        assert _code(c.post("/v1/roots/k/retain", json=far), 400) == "input.invalid"
         assert _code(c.post("/v1/roots/k/release", json={}), 404) == "not-found.root"
         assert _code(c.post("/v1/roots/k/release", json=[]), 400) == "http.request"
     with evstore.open(store_url) as store:
