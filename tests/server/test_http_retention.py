@@ -219,3 +219,47 @@ def test_the_cli_retains_releases_lists_and_collects_remotely(served, store_url,
     assert done.returncode == 0 and b"deleted 1 object(s)" in done.stderr
     with evstore.open(store_url) as store:
         assert store.has([address]) == [] and store.has(gone) == gone
+
+
+def test_the_library_client_roots_retains_and_collects(served_any, store_url):
+    served = served_any
+    with evstore.open(store_url) as store:
+        store.set_config("gc.lease-seconds", 0)
+    with evstore.open(served.base, token=served.tokens["admin"]) as remote:
+        ops = remote.retention
+        with ops.rooting("lib-run"):
+            assert evstore.current_root() == "lib-run"
+            put = remote.put(b"rooted by the library client")
+            report = remote.ingest([evstore.Document(b'{"lib": 1}', name="lib.json")])
+        assert evstore.current_root() == "default"
+        address = put.digest.address
+        doc = report.results[0].digest.address
+        held = {r["root"]: r for r in ops.roots()}
+        assert held["lib-run"]["entries"] == 2
+        until = dt.datetime.now(dt.UTC) + dt.timedelta(days=1)
+        kept = ops.retain([address], "lib-keep", until=until)
+        assert kept["retained"] == [address] and kept["until"].startswith(str(until.year))
+        assert ops.missing([address, "blake3:" + "2" * 64]) == ["blake3:" + "2" * 64]
+        assert ops.release("lib-run") == {"root": "lib-run", "released": sorted([address, doc])}
+        assert ops.release("lib-keep", [address])["released"] == [address]
+        assert ops.history(2)[0]["action"] == "release"
+        progress: list[tuple[int, int]] = []
+        dry = ops.gc(dry_run=True, progress=lambda a, b: progress.append((a, b)))
+        assert dry.dry_run and {o["address"] for o in dry.objects} == {address, doc}
+        assert dry.count == 2 and dry.to_dict()["count"] == 2 and progress == [(2, 2)]
+        for bad in ({"vacuum_after": True}, {"batch": 0}):
+            try:
+                ops.gc(**bad)
+            except evstore.EvstoreError as err:
+                assert err.code in ("remote.unsupported", "input.invalid")
+            else:
+                raise AssertionError(f"gc({bad}) was sent")
+        for call in (ops.audit, ops.audits):
+            try:
+                call()
+            except evstore.EvstoreError as err:
+                assert err.code == "remote.unsupported"
+            else:
+                raise AssertionError("an audit ran remotely")
+        assert ops.gc().count == 2
+        assert remote.has([address, doc]) == [address, doc]
