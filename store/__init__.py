@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     )
     from .fragment_rules import scope_from_parts as fragment_scope
     from .kinds import check_kind, known_kinds
-    from .leases import rooting
+    from .leases import current_root, rooting
     from .log import LogOps
     from .log import verify_proof as verify_log_proof
     from .manifest_rules import manifest_address
@@ -90,6 +90,7 @@ _SOURCES: dict[str, str] = {
     "check_kind": "kinds",
     "create_app": "server.app",
     "create_token": "tokens",
+    "current_root": "leases",
     "describe_artifact": "describe",
     "digest_bytes": "digests",
     "dumps": "canonical",
@@ -146,6 +147,7 @@ __all__ = [
     "check_kind",
     "create_app",
     "create_token",
+    "current_root",
     "describe_artifact",
     "digest_bytes",
     "dumps",

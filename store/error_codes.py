@@ -135,7 +135,6 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("http.too-large", "input", _HTTP + "#limits", "the request body is over the limit (413)"),
     ("http.busy", "store", _HTTP + "#limits",
      "the server has its limit of requests in flight; retry after Retry-After (503)"),
-    ("http.unsupported", "input", _HTTP, "a request field this server does not support yet"),
     ("http.range", "input", _HTTP, "the one byte range asked is unsatisfiable (416)"),
     ("http.internal", "store", _HTTP, "an unexpected server fault (500; logged by the server)"),
     ("put.digest-mismatch", "input", _HTTP,

@@ -51,6 +51,7 @@ __all__ = [
     "ROOTED_HOOKS",
     "STEP_HOOK",
     "check_root_name",
+    "current_root",
     "db_now",
     "hold",
     "note_artifacts",
@@ -111,6 +112,11 @@ def check_root_name(name: str) -> str:
             root=str(name),
         )
     return name
+
+
+def current_root() -> str:
+    """The root writes in the current context use (``default`` outside :func:`rooting`)."""
+    return ROOT.get()
 
 
 @contextlib.contextmanager

@@ -51,7 +51,10 @@ def parse_until(value: _dt.datetime | str, now: _dt.datetime) -> _dt.datetime:
         text = str(value).strip()
         ahead = _AHEAD.match(text)
         if ahead:
-            return now + _dt.timedelta(seconds=int(ahead.group(1)) * _UNIT_S[ahead.group(2)])
+            try:
+                return now + _dt.timedelta(seconds=int(ahead.group(1)) * _UNIT_S[ahead.group(2)])
+            except OverflowError:
+                raise error("input.invalid", f"--until {text!r} is too far ahead") from None
         try:
             when = _dt.datetime.fromisoformat(text)
         except ValueError:

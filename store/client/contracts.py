@@ -30,6 +30,7 @@ from ..digests import Digest, digest_bytes
 from ..errors import EvstoreError, error
 from ..refs import parse_ref
 from .http import unsupported
+from .retention import root_params
 from .shapes import artifact_info
 
 __all__ = [
@@ -307,7 +308,8 @@ class RemoteRuns(_Namespace):
         self, directory: str, *, source_document: str | None = None, progress: Any = None
     ) -> RemoteRunReport:
         """Send the bundle DIRECTORY as a tar (``POST /v1/bundles``); one transaction there."""
-        params = {"source_document": source_document} if source_document else None
+        params = {"source_document": source_document} if source_document else {}
+        params.update(root_params())
         out = self.store.http.json(
             "POST",
             "v1/bundles",

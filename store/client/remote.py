@@ -43,6 +43,7 @@ from .contracts import (
     RemoteRuns,
 )
 from .http import DEFAULT_TIMEOUT, Http, RetryPolicy, rebuild_error, unsupported
+from .retention import RemoteRetention, root_params
 from .shapes import RemoteWarning, artifact_info, forms_digest, warning_dicts
 
 __all__ = ["PAGE", "RemoteStore", "unsupported"]
@@ -284,7 +285,7 @@ class RemoteStore:
             "PUT",
             "v1/objects",
             idempotent=True,
-            params={"expect": digest.address},
+            params={"expect": digest.address, **root_params()},
             body=body,
             headers={
                 "Content-Type": "application/octet-stream",
@@ -475,6 +476,7 @@ class RemoteStore:
             body["scope"] = dict(scope)
         if opts.get("source_document") is not None:
             body["source_document"] = opts.pop("source_document")
+        body.update(root_params())  # the root of evstore.rooting (issue 12)
         if opts:
             raise error("input.invalid", f"options {sorted(opts)} are not sent over HTTP")
         return body
@@ -769,6 +771,12 @@ class RemoteStore:
         """Evidence-context reads over HTTP."""
         self._live()
         return RemoteContexts(self)
+
+    @property
+    def retention(self) -> Any:
+        """Roots and gc over HTTP (store/client/retention.py); audits stay local."""
+        self._live()
+        return RemoteRetention(self)
 
     @property
     def runs(self) -> Any:

@@ -45,6 +45,7 @@ ROUTER_MODULES: tuple[str, ...] = (
     "queries",  # artifacts, refs, closure, find, ls
     "writes",  # ingest, validate, bundles
     "tokens_routes",  # tokens managed remotely (admin)
+    "retention_routes",  # roots, their history, gc (issue 12)
     "contract_routes",  # contract read commands: quote, excerpt, fragments, ... (client)
     "log_routes",  # the tamper-evident log: checkpoint, entries, proofs (docs/log.md)
     "ui",  # HTML pages under P/ui (issue 15, evstore.pages)

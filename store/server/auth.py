@@ -17,7 +17,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from .. import EvstoreError, error, token_scope
 from .app import Served, served
 
-__all__ = ["SCOPES", "admin", "ingester", "reader", "require"]
+__all__ = ["SCOPES", "actor", "admin", "ingester", "reader", "require", "writes_leases"]
 
 #: Token scopes, lowest first (evstore.tokens.SCOPES).
 SCOPES = ("read", "ingest", "admin")
@@ -37,11 +37,15 @@ def require(need: str) -> Callable[..., Served]:
         credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),  # noqa: B008
     ) -> Served:
         one = served(request)
+        request.state.actor, request.state.scope = "public", None
+        text = "" if credentials is None else credentials.credentials.strip()
+        scope = token_scope(one.store, text) if text else None
         if need == "read" and one.public_read:
+            if scope is not None:  # a public read made with a live token acts as the token
+                request.state.actor, request.state.scope = text[5:17], scope
             return one
         if credentials is None or credentials.scheme.lower() != "bearer":
             raise _unauthorized("this request needs a bearer token (Authorization: Bearer ...)")
-        scope = token_scope(one.store, credentials.credentials.strip())
         if scope is None:
             raise _unauthorized("the bearer token is unknown to this store or was revoked")
         if SCOPES.index(scope) < SCOPES.index(need):
@@ -51,9 +55,23 @@ def require(need: str) -> Callable[..., Served]:
                 scope=scope,
                 needed=need,
             )
+        # a live token's text is ``evst_<id>_<secret>`` (evstore.tokens): its id is the actor
+        request.state.actor, request.state.scope = text[5:17], scope
         return one
 
     return check
+
+
+def actor(request: Request) -> str:
+    """Who makes ``request``: its token's id, or ``public`` (recorded in retention rows)."""
+    return str(getattr(request.state, "actor", "public"))
+
+
+def writes_leases(request: Request) -> bool:
+    """True when ``request`` was made with an ``ingest`` or ``admin`` token (issue 12: its
+    existence checks extend leases; a read token or a public read never writes).
+    """  # noqa: D205
+    return getattr(request.state, "scope", None) in ("ingest", "admin")
 
 
 def _unauthorized(message: str) -> EvstoreError:

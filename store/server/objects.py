@@ -29,10 +29,11 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from .. import CorruptionError, Store, error, object_head, parse_ref
 from .app import Served
-from .auth import ingester, reader
+from .auth import actor, ingester, reader, writes_leases
 from .limits import TransferAborted
 from .problems import problem
 from .wire import OBJECT_RESPONSES, json_body, refs_list
+from .writes import rooted
 
 __all__ = ["IMMUTABLE", "SMALL_MAX", "parse_range", "router"]
 
@@ -264,9 +265,14 @@ async def put_object(
     expect: str | None = Query(  # noqa: B008
         None, description="A content ref the bytes must hash to; else 422, nothing stored."
     ),
+    root: str | None = Query(  # noqa: B008
+        None, description="Root the object under this root (default: default)."
+    ),
     one: Served = Depends(ingester),  # noqa: B008
 ) -> Response:
-    """Store the raw body; with ``expect``, only when the bytes hash to that ref."""
+    """Store the raw body (rooted under ``root``); with ``expect``, only when the bytes hash
+    to that ref.
+    """  # noqa: D205
     wanted = parse_ref(expect) if expect is not None else None
     sink = _Sink(wanted is not None)
     try:
@@ -287,7 +293,8 @@ async def put_object(
                     got=f"{wanted.algorithm}:{got}",
                 )
         sink.file.seek(0)
-        result = await run_in_threadpool(one.store.put, cast(BinaryIO, sink.file))
+        file = cast(BinaryIO, sink.file)
+        result = await run_in_threadpool(rooted(request, root, lambda: one.store.put(file)))
     finally:
         sink.file.close()
     out = result.digest.forms()
@@ -325,7 +332,16 @@ router.add_api_route(
     },
 )
 async def missing(request: Request, one: Served = Depends(reader)) -> dict[str, Any]:  # noqa: B008
-    """``{"refs": [...]}`` -> ``{"missing": [...]}``: refs as given, verified as ``has``."""
+    """``{"refs": [...]}`` -> ``{"missing": [...]}``: refs as given, verified as ``has``.
+
+    Made with an ingest or admin token, it is an upload's existence check and extends the
+    leases of what it reports present (``store.retention.missing``); with a read token or a
+    public read it writes nothing.
+    """
     body = await json_body(request)
     refs = refs_list(body, one.limits.missing_refs)
+    if writes_leases(request):
+        who = actor(request)
+        found = await run_in_threadpool(lambda: one.store.retention.missing(refs, actor=who))
+        return {"missing": found}
     return {"missing": await run_in_threadpool(one.store.has, refs)}

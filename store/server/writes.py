@@ -5,10 +5,12 @@ The ingest body carries what the CLI's ``ingest`` takes (docs/http.md#ingest)::
     {"documents": [{"name": str, "kind": str|null, "document": <JSON value>}],
      "content": [<base64>], "sources": [<base64> | {"document_id", "fragment_id", "data"}],
      "envelopes": [<JSON value>], "scope": {"host_id", "tenant_id",
-     "authorization_scope_id"}|null, "source_document": REF|null, "root": null}
+     "authorization_scope_id"}|null, "source_document": REF|null, "root": NAME|null}
 
 and answers what ``ingest --json`` / ``validate --json`` print; one request is one
-transaction, with the same verdicts, codes and pointers as the CLI.
+transaction, with the same verdicts, codes and pointers as the CLI. Ingest, PUT and bundles
+root what they write under ``root`` (the body's member, or ``?root=``; ``default`` when absent),
+acting as the token's id (issue 12, docs/http.md#retention).
 """
 
 from __future__ import annotations
@@ -17,22 +19,25 @@ import base64
 import binascii
 import json
 import tempfile
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response
 
-from .. import Document, EvstoreError, error, fragment_scope
+from .. import Document, EvstoreError, error, fragment_scope, rooting
 from .app import Served
-from .auth import ingester, reader
+from .auth import actor, ingester, reader
 from .bundles import receive_tar, unpack_bundle
 from .problems import problem
 from .wire import OBJECT_RESPONSES, json_body
 
-__all__ = ["INGEST_SCHEMA", "ingest_inputs", "router"]
+__all__ = ["INGEST_SCHEMA", "body_root", "ingest_inputs", "rooted", "router"]
 
 router = APIRouter()
+
+_T = TypeVar("_T")
 
 _B64 = {"type": "string", "contentEncoding": "base64"}
 
@@ -73,7 +78,7 @@ INGEST_SCHEMA: dict[str, Any] = {
         "envelopes": {"type": "array"},
         "scope": {"type": ["object", "null"]},
         "source_document": {"type": ["string", "null"]},
-        "root": {"type": "null"},
+        "root": {"type": ["string", "null"]},
     },
 }
 
@@ -116,16 +121,15 @@ def ingest_inputs(body: Any) -> tuple[list[Document], dict[str, Any], list[bytes
     """An ingest body as ``(documents, options, supplied bytes)`` for ``Store.ingest``.
 
     Raises:
-        InputError: ``http.request`` (a malformed member; its pointer), ``http.unsupported``
-            (``root``: roots and leases are not served yet), ``fragment.scope-incomplete``.
+        InputError: ``http.request`` (a malformed member; its pointer),
+            ``fragment.scope-incomplete``. The ``root`` member is :func:`body_root`'s.
     """
     if not isinstance(body, dict):
         raise _bad("the body is a JSON object", "")
     for key in body:
         if key not in _KEYS:
             raise _bad(f"unknown member {key!r}", "/" + key.replace("~", "~0").replace("/", "~1"))
-    if body.get("root") is not None:
-        raise error("http.unsupported", "roots are not served yet; send root: null", "/root")
+    body_root(body)
     docs: list[Document] = []
     for i, item in enumerate(_list(body, "documents")):
         at = f"/documents/{i}"
@@ -172,6 +176,31 @@ def ingest_inputs(body: Any) -> tuple[list[Document], dict[str, Any], list[bytes
     return docs, options, supplied
 
 
+def body_root(body: dict[str, Any]) -> str | None:
+    """The ``root`` member of an ingest body (None when absent or null).
+
+    Raises:
+        InputError: ``http.request`` (not a string; pointer ``/root``).
+    """
+    value = body.get("root")
+    return None if value is None else _text(value, "/root")
+
+
+def rooted(request: Request, root: str | None, work: Callable[[], _T]) -> Callable[[], _T]:
+    """``work`` run inside ``evstore.rooting(root or "default", actor=<token id>)``.
+
+    The root lives in a ContextVar, so the context is entered in the threadpool callable
+    itself (the thread that writes). A bad name raises ``root.name`` there, before any write.
+    """
+    who = actor(request)
+
+    def call() -> _T:
+        with rooting(root or "default", actor=who):
+            return work()
+
+    return call
+
+
 _BODY = {
     "requestBody": {
         "required": True,
@@ -188,9 +217,14 @@ _BODY = {
 )
 async def ingest(request: Request, one: Served = Depends(ingester)) -> dict[str, Any]:  # noqa: B008
     """The ingest report; the first fault as a problem (nothing written)."""
-    docs, options, supplied = ingest_inputs(await json_body(request))
+    body = await json_body(request)
+    docs, options, supplied = ingest_inputs(body)
     report = await run_in_threadpool(
-        lambda: one.store.ingest(docs, options=options, supplied=supplied)
+        rooted(
+            request,
+            body_root(body),
+            lambda: one.store.ingest(docs, options=options, supplied=supplied),
+        )
     )
     out: dict[str, Any] = report.to_dict()
     return out
@@ -231,6 +265,9 @@ async def bundles(
     source_document: str | None = Query(  # noqa: B008
         None, description="Check the evidence context against this stored source document."
     ),
+    root: str | None = Query(  # noqa: B008
+        None, description="Root what the bundle stores under this root (default: default)."
+    ),
     one: Served = Depends(ingester),  # noqa: B008
 ) -> dict[str, Any]:
     """The run report; an archive with '..', absolute paths or links is refused (422)."""
@@ -244,6 +281,6 @@ async def bundles(
                 out: dict[str, Any] = report.to_dict()
                 return out
 
-            return await run_in_threadpool(work)
+            return await run_in_threadpool(rooted(request, root, work))
     finally:
         spool.close()

@@ -253,7 +253,8 @@ def test_ingest_and_validate_match_the_cli(served_any, store_url, tmp_path, snap
         assert i.json()["pointer"] == body["pointer"]
         _problem(c.post("/v1/ingest", json={"documents": {}}), 400, "http.request")
         _problem(c.post("/v1/ingest", json={"bogus": 1}), 400, "http.request")
-        _problem(c.post("/v1/ingest", json={"root": "x"}), 400, "http.unsupported")
+        _problem(c.post("/v1/ingest", json={"root": 5}), 400, "http.request")
+        _problem(c.post("/v1/ingest", json={"root": "../x"}), 400, "root.name")
         _problem(c.post("/v1/ingest", json={"content": ["***"]}), 400, "http.request")
         _problem(c.post("/v1/ingest", content=b"{"), 400, "json.syntax")
         _problem(
