@@ -145,7 +145,7 @@ def gc(ctx: Ctx, dry_run: bool, vacuum: bool, batch: int) -> None:
         verb = "would delete" if r.dry_run else "deleted"
         for o in r.objects:
             click.echo(f"{o['address']}  {o['size']}")
-        click.echo(f"{verb} {r.count} object(s), {r.bytes} bytes", err=not r.dry_run)
+        click.echo(f"{verb} {r.count} object(s), {r.bytes} bytes")
 
     emit(ctx, report, human)
 

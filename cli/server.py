@@ -59,6 +59,21 @@ def parse_stores(args: tuple[str, ...], default: str) -> dict[str | None, str]:
 @click.option(
     "--max-bundle-bytes", type=click.IntRange(min=1), default=None, help="Largest bundle tar."
 )
+@click.option(
+    "--log-key",
+    type=click.Path(dir_okay=False),
+    envvar="EVSTORE_LOG_KEY",
+    default=None,
+    help="Sign each store's log checkpoint on a schedule with this private key file "
+    "(evstore log init-key; default $EVSTORE_LOG_KEY; none: never sign).",
+)
+@click.option(
+    "--checkpoint-every",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    help="Seconds between two signing rounds (with --log-key).",
+)
 @pass_ctx
 def serve(
     ctx: Ctx,
@@ -68,6 +83,8 @@ def serve(
     workers: int,
     public_read: bool,
     access_log: bool,
+    log_key: str | None,
+    checkpoint_every: float,
     **limits: Any,
 ) -> None:
     """Serve stores over HTTP (API v1, docs/http.md) until SIGTERM or Ctrl-C.
@@ -75,7 +92,10 @@ def serve(
     With no URL, the store of --store / EVSTORE_URL is served at the root. NAME=URL serves
     each store under /NAME; each is its own database and nothing crosses between them.
     Reads need a read token unless --public-read; writes an ingest token (evstore token
-    create). Shutdown is clean: requests in flight finish, nothing is half-written.
+    create). Shutdown is clean: requests in flight finish, nothing is half-written. With
+    --log-key, a checkpoint of each store's log is signed every --checkpoint-every seconds
+    (after checking it is consistent with the previous one; nothing when the log has not
+    grown).
 
     Exit codes: 0 stopped by a signal; 1 a store cannot be served; 2 usage.
     """
@@ -94,6 +114,8 @@ def serve(
         public_read=public_read,
         limits=evstore.ServerLimits(**kw),
         access_log=access_log,
+        log_key=log_key,
+        checkpoint_every=checkpoint_every,
     )
 
 

@@ -32,6 +32,7 @@ from .. import CorruptionError, EvstoreError, Store, error
 from .. import open as open_store
 from .limits import BodyTooLarge, Guard, Limits, TransferAborted, too_large
 from .problems import problem
+from .signer import DEFAULT_EVERY_S, signing
 
 __all__ = ["ROUTER_MODULES", "STORE_NAME", "Served", "create_app", "served"]
 
@@ -173,6 +174,8 @@ def create_app(
     *,
     public_read: bool = False,
     limits: Limits | None = None,
+    log_key: str | None = None,
+    checkpoint_every: float = DEFAULT_EVERY_S,
 ) -> Any:
     """The ASGI app serving ``stores`` (docs/http.md).
 
@@ -182,6 +185,10 @@ def create_app(
             exist and be at the current schema) and closed when the app shuts down.
         public_read: reads need no token (writes and admin still do).
         limits: request limits (:class:`~evstore.server.limits.Limits`; defaults when None).
+        log_key: an Ed25519 private key file (``evstore log init-key``): while the app is up,
+            a checkpoint of each store's log is signed every ``checkpoint_every`` seconds
+            (evstore.server.signer). None: the server signs nothing.
+        checkpoint_every: seconds between two signing rounds (> 0).
 
     Returns:
         An ASGI application (Starlette), wrapped in the limits guard.
@@ -192,6 +199,8 @@ def create_app(
             opened before it is closed again.
     """
     _check_names(stores)
+    if not checkpoint_every > 0:
+        raise error("input.invalid", f"checkpoint_every {checkpoint_every!r} is not > 0 seconds")
     limits = limits or Limits()
     opened: list[Served] = []
     try:
@@ -202,10 +211,13 @@ def create_app(
             one.store.close()
         raise
 
+    named = [(one.name, one.store) for one in opened]
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         try:
-            yield
+            async with signing(named, log_key, checkpoint_every):
+                yield
         finally:
             for one in opened:
                 one.store.close()

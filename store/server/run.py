@@ -19,6 +19,7 @@ from uvicorn.supervisors import Multiprocess
 
 from .app import create_app
 from .limits import Limits
+from .signer import DEFAULT_EVERY_S
 
 __all__ = ["AppFactory", "serve"]
 
@@ -30,10 +31,18 @@ class AppFactory:
     stores: dict[str | None, str]
     public_read: bool = False
     limits: Limits = field(default_factory=Limits)
+    log_key: str | None = None
+    checkpoint_every: float = DEFAULT_EVERY_S
 
     def __call__(self) -> Any:
         """Build the app (opens every store)."""
-        return create_app(self.stores, public_read=self.public_read, limits=self.limits)
+        return create_app(
+            self.stores,
+            public_read=self.public_read,
+            limits=self.limits,
+            log_key=self.log_key,
+            checkpoint_every=self.checkpoint_every,
+        )
 
 
 def serve(
@@ -46,6 +55,8 @@ def serve(
     limits: Limits | None = None,
     access_log: bool = True,
     graceful_s: float = 30.0,
+    log_key: str | None = None,
+    checkpoint_every: float = DEFAULT_EVERY_S,
 ) -> None:
     """Serve ``stores`` over HTTP until SIGTERM or SIGINT (docs/http.md).
 
@@ -58,12 +69,16 @@ def serve(
         limits: request limits (defaults when None).
         access_log: log one line per request (uvicorn's access log).
         graceful_s: how long requests in flight may take to finish at shutdown (seconds).
+        log_key: sign each store's log on a schedule with this key file, as
+            :func:`evstore.create_app` (with several workers, each worker signs; a round that
+            finds the log not grown signs nothing).
+        checkpoint_every: seconds between two signing rounds.
 
     Raises:
         InputError, StoreStateError: as :func:`evstore.create_app` (checked before the
             socket is bound: a store that cannot be opened fails the command at once).
     """
-    factory = AppFactory(dict(stores), public_read, limits or Limits())
+    factory = AppFactory(dict(stores), public_read, limits or Limits(), log_key, checkpoint_every)
     first = factory()  # every store opens now, or the command fails with its typed error
     config = uvicorn.Config(
         factory if workers > 1 else first,

@@ -54,6 +54,8 @@ def test_the_retention_commands_end_to_end(store_url, tmp_path):
     assert blob in human.stdout.decode() and b"would delete 1 object(s)" in human.stdout
     done = ev(store_url, "--json", "gc", "--vacuum", cwd=tmp_path)
     assert js(done)["count"] == 1 and js(done)["dry_run"] is False
+    again = ev(store_url, "gc", cwd=tmp_path)  # the summary is the result: on stdout
+    assert again.returncode == 0 and b"deleted 0 object(s), 0 bytes" in again.stdout
     history = js(ev(store_url, "--json", "roots", "--history", cwd=tmp_path))["events"]
     assert [e["action"] for e in history][:3] == ["collect", "release", "release"]
     assert {e["actor"] for e in history} == {"local"}
