@@ -11,7 +11,7 @@ import click
 
 import evstore
 
-from .common import Ctx, emit, open_store, pass_ctx
+from .common import Ctx, emit, nonempty_path, open_store, pass_ctx
 
 __all__ = ["archive", "register"]
 
@@ -44,6 +44,7 @@ def archive() -> None:
     "-o",
     "--output",
     required=True,
+    callback=nonempty_path,
     metavar="DIR|FILE.tar",
     help="A new (or empty) directory, or a path ending in .tar.",
 )

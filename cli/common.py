@@ -175,7 +175,7 @@ pass_ctx = click.make_pass_decorator(Ctx)
 def nonempty_path(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """Refuse ``-o ''`` (a usage error, exit 2): an empty name is not "stdout"."""
     if value is not None and value == "":
-        raise click.BadParameter("the file name is empty; give a path, or leave -o out for stdout")
+        raise click.BadParameter("the file name is empty: give a path")
     return value
 
 

@@ -79,7 +79,19 @@ def _verifier(conn: Connection) -> Verifier | None:
     return None if row is None else parse_vkey(row.vkey)
 
 
+#: The largest index or size a query may name (a 64-bit signed integer on both backends).
+_MAX_SIZE = (1 << 63) - 1
+
+
+def _bounded(**values: Any) -> None:
+    """``log.range`` for an index or size no database column can hold (beyond 2**63 - 1)."""
+    for name, value in values.items():
+        if value is not None and (type(value) is not int or not 0 <= value <= _MAX_SIZE):
+            raise error("log.range", f"{name} {value!r} is not a size of any log", **{name: value})
+
+
 def _latest(conn: Connection, size: int | None = None) -> Any:
+    _bounded(size=size)
     q = sa.select(log_checkpoints.c.size, log_checkpoints.c.note, log_checkpoints.c.signed_at)
     if size is None:
         q = q.order_by(log_checkpoints.c.size.desc()).limit(1)
@@ -248,6 +260,7 @@ class LogOps:
         self._store._live()
         if start < 0 or (end is not None and not start <= end):
             raise error("log.range", f"no entries {start}..{end}", start=start, end=end)
+        _bounded(start=start, end=end)
         with self._store.db.read() as conn:
             q = sa.select(log_entries.c.idx, log_entries.c.entry).where(log_entries.c.idx >= start)
             if end is not None:

@@ -101,6 +101,16 @@ def unpack_bundle(spool: IO[bytes], into: str, limit: int) -> str:
                     "the archive holds no index.json at its root or in one top directory",
                 )
             root = root / top
+        names_seen: set[str] = set()
+        for m in members:  # one entry twice: which copy counts would be a guess
+            if m.name.rstrip("/") in names_seen and not m.isdir():
+                raise _unsafe(m.name, "appears twice in the archive")
+            names_seen.add(m.name.rstrip("/"))
         extract: Any = archive.extractall
-        extract(into, members=members, filter="data")
+        try:
+            extract(into, members=members, filter="data")
+        except (tarfile.TarError, OSError) as exc:  # a name too long for the file system...
+            raise error(
+                "bundle.archive-malformed", f"the tar archive cannot be unpacked ({exc})"
+            ) from None
     return str(root)

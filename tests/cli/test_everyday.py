@@ -362,3 +362,5 @@ def test_an_empty_output_name_is_a_usage_error_not_stdout(work):
         r = ev(*args, cwd=work)
         assert r.returncode == 2 and r.stdout == b"", (args, r)
         assert b"file name is empty" in r.stderr
+    r = ev("archive", "export", address, "-o", "", cwd=work)
+    assert r.returncode == 2 and b"file name is empty" in r.stderr

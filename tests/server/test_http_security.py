@@ -203,6 +203,7 @@ def test_hostile_bundle_tars_are_refused_and_nothing_is_written(served_any, stor
         "symlink": [*_bundle(), _link("run/evil", "/etc/passwd", tarfile.SYMTYPE)],
         "hardlink": [*_bundle(), _link("run/hard", "/etc/passwd", tarfile.LNKTYPE)],
         "fifo": [*_bundle(), (tarfile.TarInfo("run/fifo"), None)],
+        "twice": [*_bundle(), _file("run/index.json", b"{}")],
     }
     hostile["fifo"][-1][0].type = tarfile.FIFOTYPE
     headers = {"Content-Type": "application/x-tar"}
@@ -215,6 +216,9 @@ def test_hostile_bundle_tars_are_refused_and_nothing_is_written(served_any, stor
         assert r.status_code == 400 and _code(r) == "bundle.archive-malformed"
         r = c.post("/v1/bundles", content=_tar([_file("a.txt", b"x")]), headers=headers)
         assert _code(r) == "bundle.archive-malformed"
+        long_name = [*_bundle(), _file("run/" + "n" * 300, b"x")]  # past NAME_MAX: 400, no 500
+        r = c.post("/v1/bundles", content=_tar(long_name), headers=headers)
+        assert r.status_code == 400 and _code(r) == "bundle.archive-malformed", r.text
     with evstore.open(store_url) as store:
         assert snapshot(store) == before
 

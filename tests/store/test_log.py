@@ -172,3 +172,19 @@ def test_the_migration_appends_what_existed_before_the_log_in_the_documented_ord
     assert list(store.check(record=False)) == []
     store.put(b"after the migration")  # appends after the backfill
     assert store.log.entries()[-1]["index"] == 5
+
+
+@pytest.mark.parametrize("big", [1 << 63, 10**23])
+def test_an_index_or_size_beyond_any_column_is_log_range(store, tmp_path, big):
+    """Sizes past 2**63 - 1 are a typed log.range (they overflowed the driver before)."""
+    store.ingest({"range": 1})
+    store.log.init_key(str(tmp_path / "k"))
+    store.log.checkpoint(str(tmp_path / "k"))
+    for call in (
+        lambda: store.log.entries(0, big),
+        lambda: store.log.entries(big),
+        lambda: store.log.prove_consistency(1, big),
+    ):
+        with pytest.raises(evstore.InputError) as exc:
+            call()
+        assert exc.value.code == "log.range"
