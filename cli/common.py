@@ -354,20 +354,33 @@ def fail(ctx: Ctx, obj: dict[str, Any], message: str, code: int = 1) -> NoReturn
     sys.exit(code)
 
 
-def read_input(path: str) -> bytes:
+def read_input(path: str, limit: int | None = None) -> bytes:
     """The raw bytes of a file, or of stdin for ``-`` (no decoding, nothing stripped).
 
+    ``limit``: the most bytes a well-formed input of this kind holds; a longer one (or an
+    endless one such as /dev/zero) is refused after ``limit + 1`` bytes are read.
+
     Raises:
-        InputError: ``input.unreadable`` when the file cannot be read.
+        InputError: ``input.unreadable`` when the file cannot be read; ``input.invalid``
+            when it is longer than ``limit`` bytes.
     """
-    if path == "-":
-        return sys.stdin.buffer.read()
     try:
-        return Path(path).read_bytes()
+        if path == "-":
+            data = sys.stdin.buffer.read(-1 if limit is None else limit + 1)
+        elif limit is None:
+            return Path(path).read_bytes()
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read(limit + 1)
     except OSError as exc:
         raise evstore.error(
             "input.unreadable", f"cannot read {path}: {exc.strerror}", path=path
         ) from None
+    if limit is not None and len(data) > limit:
+        raise evstore.error(
+            "input.invalid", f"{path} is longer than {limit} bytes: not this kind of file"
+        )
+    return data
 
 
 def write_output(

@@ -192,8 +192,8 @@ def verify_proof(ctx: Ctx, file: str, vkey: str, content: str | None) -> None:
     log.content-mismatch, log.proof-malformed, input.unreadable.
     """
     if "+" not in vkey and Path(vkey).is_file():
-        vkey = read_input(vkey).decode("utf-8", "replace").strip()
-    data = read_input(file)
+        vkey = read_input(vkey, limit=64 << 10).decode("utf-8", "replace").strip()
+    data = read_input(file, limit=PROOF_MAX)
     body = read_input(content) if content is not None else None
     r = evstore.verify_log_proof(data, vkey, body)
     if r["type"] == "inclusion":
@@ -207,6 +207,10 @@ def verify_proof(ctx: Ctx, file: str, vkey: str, content: str | None) -> None:
             f" {r['origin']} at size {r['new_size']}"
         )
     emit(ctx, {"ok": True, **r}, line)
+
+
+#: The largest proof file read (bytes): a proof of a log of 2**63 entries is about 10 KiB.
+PROOF_MAX = 16 << 20
 
 
 #: The commands of this area, as registered on the ``evstore`` group.

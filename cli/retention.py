@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -195,6 +196,12 @@ def audit(
     if history:
         _audits(ctx, 50)
         return
+    if junit is not None:  # before the audit runs (and is recorded), not after
+        folder = Path(junit).parent
+        if Path(junit).is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
+            raise evstore.error(
+                "output.unwritable", f"cannot write {junit}: no writable folder", path=junit
+            )
     with open_store(ctx) as store, progress(ctx, "audit") as bar:
         run = store.retention.audit(
             root_names, sample=sample, seed=seed, since=since, actor=ACTOR, progress=bar

@@ -330,6 +330,19 @@ def run_batches(
     return out
 
 
+def _check_options(options: dict[str, Any] | None) -> None:
+    """Refuse a ``source_document`` that is no content ref before anything is read.
+
+    Raises:
+        RefSyntaxError: ``ref.syntax`` (even when no document of the call would use it).
+    """
+    ref = (options or {}).get("source_document")
+    if ref is not None:
+        from .refs import parse_ref
+
+        parse_ref(ref)
+
+
 def ingest_documents(
     transaction: Transact,
     docs: Iterable[Document],
@@ -364,6 +377,7 @@ def ingest_documents(
         transaction is written; with ``batch`` the earlier batches stay committed and the
         error says so (``details.committed_batches``, ``details.committed_items``).
     """
+    _check_options(options)
     if batch is None:
         take = one_shot(docs)
         return transaction(  # type: ignore[no-any-return]
@@ -427,6 +441,11 @@ def validate_documents(
     InputError; ``store.kind-unavailable`` and other store errors are raised.
     """
     report = IngestReport(documents=len(docs))
+    try:
+        _check_options(options)
+    except InputError as err:
+        report.faults.append(err)
+        return report
     parsed: list[Parsed] = []
     for d in docs:
         try:

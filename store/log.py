@@ -534,15 +534,21 @@ def verify_proof(text: str | bytes, vkey: str, content: bytes | None = None) -> 
 
 
 def _verify_consistency_file(text: str, verifier: Verifier) -> dict[str, Any]:
+    from .canonical import loads  # the strict reader: no duplicate keys, NaN or big numbers
+
     try:
-        doc = json.loads(text)
-    except ValueError:
-        raise error("log.proof-malformed", "the consistency proof is not JSON") from None
+        doc = loads(text)
+    except InputError as err:
+        raise error(
+            "log.proof-malformed", f"the consistency proof is not strict JSON ({err.message})"
+        ) from None
     keys = {"format", "old_size", "old_root", "new_size", "proof", "checkpoint", "old_checkpoint"}
     if not isinstance(doc, dict) or set(doc) != keys or doc["format"] != CONSISTENCY_FORMAT:
         raise error("log.proof-malformed", f"a consistency proof is a {CONSISTENCY_FORMAT} object")
     if not isinstance(doc["proof"], list) or not isinstance(doc["checkpoint"], str):
         raise error("log.proof-malformed", "proof is a list of base64 hashes, checkpoint a note")
+    if any(type(doc[k]) is not int or doc[k] < 0 for k in ("old_size", "new_size")):
+        raise error("log.proof-malformed", "old_size and new_size are non-negative integers")
     cp = verify_checkpoint(doc["checkpoint"], verifier)
     old_size, old_root = doc["old_size"], _b64decode(doc["old_root"], "old_root")
     signed = False
