@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import blake3
 import pytest
-from conftest import ev
+from clientkit import ev
 
 DATA = b"the bytes that were stored\n"
 ADDRESS = "blake3:" + blake3.blake3(DATA).hexdigest()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import ev, start_server, start_thread, stop_server
+from clientkit import ev, start_server, start_thread, stop_server
 
 from evstore.cli.main import cli
 
@@ -268,7 +268,7 @@ def test_tokens_and_their_faults_over_the_cli(server, tmp_path):
 
 
 def test_an_unreachable_server_is_a_typed_error_naming_the_url(tmp_path):
-    from conftest import free_port
+    from clientkit import free_port
 
     url = f"http://127.0.0.1:{free_port()}/acme"
     out = ev("--store", url, "--json", "stat", MISSING, token="sekrit-token")
@@ -283,7 +283,7 @@ def test_an_unreachable_server_is_a_typed_error_naming_the_url(tmp_path):
 
 def test_named_stores_are_reached_by_their_prefix(store_url, tmp_path):
     # One process serving the store as "acme": the client's URL carries the name.
-    from conftest import make_token
+    from clientkit import make_token
 
     token = make_token(store_url, "ingest")
     url, proc = _named_server(store_url, tmp_path)
@@ -306,7 +306,7 @@ def _named_server(store_url: str, tmp: Path):
     import time
 
     import httpx
-    from conftest import EXE, free_port
+    from clientkit import EXE, free_port
 
     port = free_port()
     with (tmp / "named.log").open("wb") as log:

@@ -216,7 +216,7 @@ def test_the_cli_retains_releases_lists_and_collects_remotely(served, store_url,
     assert aud.returncode == 1
     assert json.loads(aud.stdout)["error"]["code"] == "remote.unsupported"
     done = _ev("--store", url, "gc", token=tokens["admin"])
-    assert done.returncode == 0 and b"deleted 1 object(s)" in done.stderr
+    assert done.returncode == 0 and b"deleted 1 object(s)" in done.stdout
     with evstore.open(store_url) as store:
         assert store.has([address]) == [] and store.has(gone) == gone
 

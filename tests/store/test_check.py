@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
-from conftest import tampering
 from sqlalchemy import event
+from tamperkit import tampering
 
 import evstore
 from evstore import blobs as _blobs
