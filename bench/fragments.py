@@ -67,7 +67,19 @@ SCOPE = {"host_id": "H", "tenant_id": "T", "authorization_scope_id": "A"}
 # Weighted towards ASCII, as real text is; every UTF-8 width occurs.
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz" * 3 + "      ,.\r\n\n" + "éöüß€“”—中文𝄞🏛"
 # Tables in insertion order (blob_chunks before blobs: a chunked blob's row names its set).
-_TABLES = ("blob_chunks", "blobs", "artifacts", "edges", "attrs", "bindings")
+# Every table a write fills, the retention and log rows included (issue 16: fair ceilings).
+_TABLES = (
+    "blob_chunks",
+    "blobs",
+    "artifacts",
+    "edges",
+    "attrs",
+    "bindings",
+    "roots",
+    "leases",
+    "log_entries",
+    "log_nodes",
+)
 
 
 def make_document(size: int = DOCUMENT_BYTES, seed: int = 61) -> tuple[bytes, list[int]]:

@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import blake3  # noqa: E402
 import jsonschema_rs  # noqa: E402
 import rfc8785  # noqa: E402
+from _bookkeeping import write_bookkeeping  # noqa: E402
 from _common import (  # noqa: E402
     RESULTS_DIR,
     Meter,
@@ -228,6 +229,16 @@ def _ceiling_rows(
     return rows
 
 
+def _writes(rows: dict[str, list[tuple[Any, ...]]]) -> list[Any]:
+    """The log entries of a group: per manifest a ``put`` of its content, then its ``ingest``."""
+    blobs = rows["blobs"]  # content, manifest, content, manifest, ...
+    out: list[Any] = []
+    for content, manifest in zip(blobs[::2], blobs[1::2], strict=True):
+        out.append(("put", content[0], content[1], content[2], None))
+        out.append(("ingest", manifest[0], manifest[1], manifest[2], "manifest"))
+    return out
+
+
 def run_ceiling(
     backend: str, pairs: list[tuple[bytes, bytes]], validator: Any, per_manifest: bool
 ) -> tuple[float, float]:
@@ -243,6 +254,7 @@ def run_ceiling(
                     for table in _TABLES:
                         sql = _SQL[table].format(", ".join("?" * _WIDTH[table]))
                         conn.executemany(sql, rows[table])
+                    write_bookkeeping(conn, "sqlite", _writes(rows))
                     conn.execute("COMMIT")
         else:
             conn = raw_pg(fs.pg_conninfo)
@@ -253,6 +265,7 @@ def run_ceiling(
                         for table in _TABLES:
                             sql = _SQL[table].format(", ".join(["%s"] * _WIDTH[table]))
                             cur.executemany(sql, rows[table])
+                    write_bookkeeping(conn, "postgresql", _writes(rows))
                     conn.commit()
         conn.close()
         return m.wall, m.cpu

@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import blake3  # noqa: E402
 import jsonschema_rs  # noqa: E402
 import rfc8785  # noqa: E402
+from _bookkeeping import write_bookkeeping  # noqa: E402
 from _common import (  # noqa: E402
     RESULTS_DIR,
     fresh_store,
@@ -240,6 +241,11 @@ _SQL = {
 _WIDTH = {"blobs": 5, "artifacts": 3, "attrs": 4, "bindings": 5}
 
 
+def _writes(rows: dict[str, list[tuple[Any, ...]]]) -> list[Any]:
+    """One ``ingest`` log entry per package (its leases, roots and log rows: bench/_bookkeeping)."""
+    return [("ingest", r[0], r[1], r[2], "package") for r in rows["blobs"]]
+
+
 def run_ceiling(backend: str, datas: list[bytes], validator: Any) -> float:
     with fresh_store(backend, "pkg") as fs:
         gc.collect()
@@ -250,6 +256,7 @@ def run_ceiling(backend: str, datas: list[bytes], validator: Any) -> float:
             conn.execute("BEGIN IMMEDIATE")
             for table, sql in _SQL.items():
                 conn.executemany(sql.format(", ".join("?" * _WIDTH[table])), rows[table])
+            write_bookkeeping(conn, "sqlite", _writes(rows))
             conn.execute("COMMIT")
         else:
             conn = raw_pg(fs.pg_conninfo)
@@ -258,6 +265,7 @@ def run_ceiling(backend: str, datas: list[bytes], validator: Any) -> float:
             with conn.cursor() as cur:
                 for table, sql in _SQL.items():
                     cur.executemany(sql.format(", ".join(["%s"] * _WIDTH[table])), rows[table])
+            write_bookkeeping(conn, "postgresql", _writes(rows))
             conn.commit()
         dt = time.perf_counter() - t0
         conn.close()
