@@ -25,8 +25,6 @@ from .leases import hold, note_artifacts, step
 from .log_entries import append_entry
 from .tables import artifacts, attrs, blobs, edges, warnings
 
-_IN_BATCH = 500
-
 __all__ = [
     "ArtifactInfo",
     "ArtifactResult",
@@ -181,24 +179,6 @@ def put_artifacts(
     step("bytes stored")
     addresses = list(dict.fromkeys(p.digest.blake3 for p in puts))
     note_artifacts(conn, addresses)
-    existing: set[str] = set()
-    if conn.dialect.name == "postgresql":
-        existing.update(
-            r.address
-            for r in conn.exec_driver_sql(
-                "SELECT address FROM artifacts WHERE address = ANY(%s) AND kind = %s",
-                (addresses, kind),
-            )
-        )
-    else:
-        for n in range(0, len(addresses), _IN_BATCH):
-            part = tuple(addresses[n : n + _IN_BATCH])
-            sql = (
-                "SELECT address FROM artifacts WHERE kind = ? AND address IN ("
-                + ",".join("?" * len(part))
-                + ")"
-            )
-            existing.update(r.address for r in conn.exec_driver_sql(sql, (kind, *part)))
     new_rows: list[dict[str, Any]] = []
     edge_map: dict[tuple[str, str, str], dict[str, str]] = {}
     attr_map: dict[tuple[str, str, str], dict[str, str]] = {}
@@ -207,7 +187,7 @@ def put_artifacts(
     seen: set[str] = set()
     for put, (_, item_edges, item_attrs, item_warnings) in zip(puts, items, strict=True):
         address = put.digest.blake3
-        is_new = address not in existing and address not in seen
+        is_new = address not in seen
         if is_new:
             new_rows.append(
                 {"address": address, "kind": kind, "contract_version": contract_version}
@@ -233,8 +213,9 @@ def put_artifacts(
                 "message": w.message,
             }
         results.append(ArtifactResult(put.digest, kind, is_new, tuple(item_warnings)))
-    # "new" is what this insert wrote (a concurrent writer of the same artifact may have won
-    # since the SELECT above): exactly one of them is told new, on both backends.
+    # "new" is what this insert wrote, never what a lookup did not see: an (address, kind)
+    # stored before, or by a concurrent writer that won, is skipped by ON CONFLICT DO
+    # NOTHING and told not new; exactly one writer is told new, on both backends.
     written = {k[0] for k in insert_returning(conn, artifacts, new_rows)}
     if len(written) != len(new_rows):
         results = [

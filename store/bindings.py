@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .blobs import insert_returning
+from .db import driver_rows
 from .digests import sha256_hex
 from .tables import bindings
 
@@ -77,11 +78,12 @@ def _lookup_many(conn: Connection, namespace: str, digests: Sequence[str]) -> di
     if not digests:
         return found
     if conn.dialect.name == "postgresql":
-        rows = conn.exec_driver_sql(
+        rows = driver_rows(
+            conn,
             "SELECT key_digest, value FROM bindings WHERE key_digest = ANY(%s) AND namespace = %s",
             (list(digests), namespace),
         )
-        return {r.key_digest: r.value for r in rows}
+        return dict(rows)
     for i in range(0, len(digests), 500):
         part = tuple(digests[i : i + 500])
         sql = (
@@ -89,8 +91,7 @@ def _lookup_many(conn: Connection, namespace: str, digests: Sequence[str]) -> di
             + ",".join("?" * len(part))
             + ")"
         )
-        for r in conn.exec_driver_sql(sql, (namespace, *part)):
-            found[r.key_digest] = r.value
+        found.update(driver_rows(conn, sql, (namespace, *part)))
     return found
 
 

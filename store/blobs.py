@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .db import raw_driver
+from .db import driver_rows, raw_driver
 from .digests import Digest, Hasher, digest_bytes
 from .errors import CorruptionError, NotFound
 from .leases import note_blobs
@@ -105,10 +105,10 @@ def insert_ignore(conn: Connection, table: sa.Table, rows: Sequence[dict[str, An
     rows = _sorted_rows(table, rows)
     if conn.dialect.name == "postgresql" and _pg_types(table, cols) is not None:
         for part in _pg_parts(rows):
-            conn.exec_driver_sql(_pg_unnest_sql(table, cols, ()), _pg_arrays(part, cols))
+            driver_rows(conn, _pg_unnest_sql(table, cols, ()), _pg_arrays(part, cols))
         return
     sql = _insert_sql(conn.dialect.name, table.name, cols)
-    conn.exec_driver_sql(sql, [tuple(r[c] for c in cols) for r in rows])
+    driver_rows(conn, sql, [tuple(r[c] for c in cols) for r in rows], many=True)
 
 
 # PostgreSQL: one INSERT ... SELECT FROM unnest(arrays) per batch instead of one statement per
@@ -224,7 +224,7 @@ def insert_returning(
         found: set[tuple[Any, ...]] = set()
         for chunk in _pg_parts(rows):
             sql = _pg_unnest_sql(table, cols, keys)
-            found.update(tuple(r) for r in conn.exec_driver_sql(sql, _pg_arrays(chunk, cols)))
+            found.update(driver_rows(conn, sql, _pg_arrays(chunk, cols)))
         return found
     mark = "?" if conn.dialect.name == "sqlite" else "%s"
     one = "(" + ", ".join([mark] * len(cols)) + ")"
@@ -238,7 +238,7 @@ def insert_returning(
             + f" ON CONFLICT DO NOTHING RETURNING {', '.join(keys)}"
         )
         params = tuple(r[c] for r in part for c in cols)
-        written.update(tuple(r) for r in conn.exec_driver_sql(sql, params))
+        written.update(driver_rows(conn, sql, params))
     return written
 
 
@@ -673,7 +673,9 @@ def put_stream(conn: Connection, stream: BinaryIO | Iterable[bytes]) -> PutResul
         if insert_returning(conn, blobs, [row]):
             append_entry(conn, op="put", address=dg.blake3, sha256=dg.sha256, size=dg.size)
             return PutResult(dg, True)
-        # A concurrent writer won: keep its row and drop our spare chunks.
+        # A concurrent writer won: keep its row (locked now, as a found one is: note_blobs)
+        # and drop our spare chunks.
+        _existing(conn, [dg.blake3])
         conn.execute(sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == chunk_set))
         return PutResult(dg, False)
     if verify_stored(conn, existing) is None:

@@ -35,7 +35,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .db import BEFORE_COMMIT
+from .db import BEFORE_COMMIT, driver_rows
 from .errors import error
 from .settings import load_settings, setting
 from .tables import retention_history
@@ -137,13 +137,15 @@ def rooting(root: str = DEFAULT_ROOT, actor: str = "local") -> Iterator[None]:
 def db_now(conn: Connection) -> _dt.datetime:
     """The database's current time (UTC, aware) plus the clock offset.
 
-    PostgreSQL: ``now()`` (the transaction's start); SQLite: ``strftime('%f', 'now')``.
+    PostgreSQL: ``now()`` (the transaction's start). SQLite: the clock of this process,
+    which is the database's (SQLite runs in it), to the millisecond as SQLite's
+    ``strftime('%f', 'now')`` gives it, without a statement (issue 16).
     """
     if conn.dialect.name == "postgresql":
-        value = conn.exec_driver_sql("SELECT now()").scalar_one()
+        value = driver_rows(conn, "SELECT now()")[0][0]
     else:
-        text = conn.exec_driver_sql("SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')").scalar_one()
-        value = _dt.datetime.fromisoformat(text).replace(tzinfo=_dt.UTC)
+        value = _dt.datetime.now(_dt.UTC)
+        value = value.replace(microsecond=value.microsecond // 1000 * 1000)
     return value.astimezone(_dt.UTC) + CLOCK.offset  # type: ignore[no-any-return]
 
 
@@ -200,7 +202,11 @@ def pending(conn: Connection) -> Pending:
 
 
 def note_blobs(conn: Connection, addresses: Iterable[str]) -> None:
-    """Record blobs a write stored or found stored (rooted at commit when no artifact is)."""
+    """Record blobs a write stored or found stored (rooted at commit when no artifact is).
+
+    Only rows this transaction wrote or locked when it found them (evstore.blobs) may be
+    noted: :func:`hold` takes a noted blob as present and held without looking again.
+    """
     pending(conn).blobs.update(addresses)
 
 
@@ -212,7 +218,8 @@ def note_artifacts(conn: Connection, addresses: Iterable[str]) -> None:
 def _insert_roots(conn: Connection, root: str, addresses: Sequence[str]) -> list[str]:
     """Root ``addresses`` under ``root``; return those the root did not hold (sorted)."""
     if conn.dialect.name == "postgresql":
-        rows = conn.exec_driver_sql(
+        rows = driver_rows(
+            conn,
             "INSERT INTO roots (name, address) SELECT %s, a FROM unnest(%s::text[]) AS t(a)"
             " ON CONFLICT DO NOTHING RETURNING address",
             (root, list(addresses)),
@@ -226,7 +233,7 @@ def _insert_roots(conn: Connection, root: str, addresses: Sequence[str]) -> list
             + ", ".join(["(?, ?)"] * len(part))
             + " ON CONFLICT DO NOTHING RETURNING address"
         )
-        new += [r[0] for r in conn.exec_driver_sql(sql, tuple(v for a in part for v in (root, a)))]
+        new += [r[0] for r in driver_rows(conn, sql, tuple(v for a in part for v in (root, a)))]
     return sorted(new)
 
 
@@ -242,7 +249,8 @@ def _extend(conn: Connection, task: Pending, addresses: Sequence[str]) -> None:
         return  # a zero lease protects nothing: no row needed
     half = task.now + _dt.timedelta(seconds=task.lease_seconds / 2)
     if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql(
+        driver_rows(
+            conn,
             "INSERT INTO leases (address, expires_at) SELECT a, %s FROM unnest(%s::text[])"
             " AS t(a) ON CONFLICT (address) DO UPDATE SET expires_at = excluded.expires_at"
             " WHERE leases.expires_at < %s",
@@ -250,10 +258,12 @@ def _extend(conn: Connection, task: Pending, addresses: Sequence[str]) -> None:
         )
         return
     stamp, when = sql_time(conn, task.expires), sql_time(conn, half)
-    conn.exec_driver_sql(
+    driver_rows(
+        conn,
         "INSERT INTO leases (address, expires_at) VALUES (?, ?) ON CONFLICT (address)"
         " DO UPDATE SET expires_at = excluded.expires_at WHERE leases.expires_at < ?",
         [(a, stamp, when) for a in addresses],
+        many=True,
     )
 
 
@@ -262,7 +272,8 @@ def _present_locked(conn: Connection, addresses: Sequence[str]) -> set[str]:
     if conn.dialect.name == "postgresql":
         return {
             r[0]
-            for r in conn.exec_driver_sql(
+            for r in driver_rows(
+                conn,
                 "SELECT address FROM blobs WHERE address = ANY(%s) ORDER BY address FOR KEY SHARE",
                 (list(addresses),),
             )
@@ -271,7 +282,7 @@ def _present_locked(conn: Connection, addresses: Sequence[str]) -> set[str]:
     for i in range(0, len(addresses), _IN):
         part = tuple(addresses[i : i + _IN])
         sql = f"SELECT address FROM blobs WHERE address IN ({','.join('?' * len(part))})"
-        found.update(r[0] for r in conn.exec_driver_sql(sql, part))
+        found.update(r[0] for r in driver_rows(conn, sql, part))
     return found
 
 
@@ -290,10 +301,14 @@ def hold(conn: Connection, addresses: Iterable[str]) -> list[str]:
     wanted = sorted(set(addresses))
     if not wanted:
         return []
-    present = _present_locked(conn, wanted)
     task = pending(conn)
+    # A blob this transaction stored or found stored is present and held already (its row
+    # is this transaction's, or locked by the lookup that found it: :func:`note_blobs`);
+    # its lease is taken at the commit with the rest. Only the others are looked up.
+    rest = [a for a in wanted if a not in task.blobs]
+    present = _present_locked(conn, rest) if rest else set()
     _extend(conn, task, sorted(present - task.leased))
-    return [a for a in wanted if a not in present]
+    return [a for a in rest if a not in present]
 
 
 def record(

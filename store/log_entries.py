@@ -34,7 +34,7 @@ from sqlalchemy.engine import Connection
 
 from . import merkle
 from .canonical import dumps, loads
-from .db import commit_hook
+from .db import commit_hook, driver_rows
 from .errors import error
 from .leases import HISTORY_HOOKS, ROOTED_HOOKS
 
@@ -391,10 +391,10 @@ def append_entries(conn: Connection, entries: Sequence[tuple[str, bytes]]) -> in
     """
     pg = conn.dialect.name == "postgresql"
     if pg:
-        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({LOG_LOCK})")
+        driver_rows(conn, f"SELECT pg_advisory_xact_lock({LOG_LOCK})")
     # The size and the frontier subtrees it needs, in one statement (after the lock).
     start, found = -1, {}
-    for n, level, idx, digest in conn.exec_driver_sql(_HEAD_SQL_PG if pg else _HEAD_SQL):
+    for n, level, idx, digest in driver_rows(conn, _HEAD_SQL_PG if pg else _HEAD_SQL):
         start = int(n)
         if level is not None:
             found[(int(level), int(idx))] = bytes(digest)
@@ -413,7 +413,8 @@ def append_entries(conn: Connection, entries: Sequence[tuple[str, bytes]]) -> in
     if pg:  # both inserts in one statement (a data-modifying WITH), arrays unnested
         columns = [list(c) for c in zip(*entry_rows, strict=True)]
         columns += [list(c) for c in zip(*rows, strict=True)]
-        conn.exec_driver_sql(
+        driver_rows(
+            conn,
             "WITH e AS (INSERT INTO log_entries (idx, address, entry)"
             " SELECT * FROM unnest(%s::bigint[], %s::varchar[], %s::bytea[]))"
             " INSERT INTO log_nodes (level, idx, hash)"
@@ -421,8 +422,8 @@ def append_entries(conn: Connection, entries: Sequence[tuple[str, bytes]]) -> in
             tuple(columns),
         )
         return start
-    conn.exec_driver_sql(
-        "INSERT INTO log_entries (idx, address, entry) VALUES (?, ?, ?)", entry_rows
+    driver_rows(
+        conn, "INSERT INTO log_entries (idx, address, entry) VALUES (?, ?, ?)", entry_rows, many=True
     )
-    conn.exec_driver_sql("INSERT INTO log_nodes (level, idx, hash) VALUES (?, ?, ?)", rows)
+    driver_rows(conn, "INSERT INTO log_nodes (level, idx, hash) VALUES (?, ?, ?)", rows, many=True)
     return start

@@ -126,16 +126,37 @@ def check_setting_value(name: str, value: Any) -> Any:
 
 
 def load_settings(conn: Connection) -> dict[str, Any]:
-    """Every declared setting's current value (stored value, else the default)."""
-    import sqlalchemy as sa
+    """Every declared setting's current value (stored value, else the default).
 
-    from .tables import settings as settings_table
+    Read once per transaction: inside a transaction a second call returns a copy of what the
+    first read (issue 16: an ingest used to read the table twice). The memo is tied to that
+    transaction object and dies with it, so nothing is reused across transactions; a write
+    of a setting (:func:`write_setting`) drops it.
 
+    Raises:
+        CorruptionError: ``corruption.setting`` for a stored value evstore would not write.
+    """
+    from .db import driver_rows
+
+    txn = conn.get_transaction()
+    memo = conn.info.get(_MEMO)
+    if txn is not None and memo is not None and memo[0] is txn:
+        return _copy(memo[1])
     values = {name: s.default for name, s in SETTINGS.items()}
-    for name, raw in conn.execute(sa.select(settings_table.c.name, settings_table.c.value)):
+    for name, raw in driver_rows(conn, "SELECT name, value FROM settings"):
         if name in SETTINGS:
             values[name] = _decode(name, raw)
+    if txn is not None:
+        conn.info[_MEMO] = (txn, _copy(values))
     return values
+
+
+def _copy(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: list(v) if isinstance(v, list) else v for k, v in values.items()}
+
+
+#: ``conn.info`` key of the settings read in the connection's current transaction.
+_MEMO = "evstore.settings"
 
 
 def _decode(name: str, raw: Any) -> Any:
@@ -210,5 +231,6 @@ def write_setting(conn: Connection, name: str, value: Any) -> None:
 
     from .tables import settings as settings_table
 
+    conn.info.pop(_MEMO, None)
     conn.execute(sa.delete(settings_table).where(settings_table.c.name == name))
     conn.execute(sa.insert(settings_table), {"name": name, "value": json.dumps(value)})
