@@ -149,6 +149,8 @@ class _Fault(Exception):
 
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+#: The magnitudes whose non-integral floats ``repr`` writes without an exponent (see _scan).
+_PLAIN_MIN, _PLAIN_MAX = 1e-4, 1e16
 
 
 def _scan(value: Any, check_numbers: bool) -> bool:
@@ -158,11 +160,16 @@ def _scan(value: Any, check_numbers: bool) -> bool:
     problem, so the common case builds no pointers.
 
     Returns:
-        True when the value holds no float and no member name outside the Basic Multilingual
-        Plane: its RFC 8785 form is then exactly ``json.dumps`` with sorted keys (RFC 8785
-        sorts names by UTF-16 code units, which is code point order within the BMP; strings,
-        integers and literals serialise identically). tests/property checks this against
-        the ``rfc8785`` package on generated values.
+        True when every float is a *plain* one (below) and no member name lies outside the
+        Basic Multilingual Plane: its RFC 8785 form is then exactly ``json.dumps`` with
+        sorted keys (RFC 8785 sorts names by UTF-16 code units, which is code point order
+        within the BMP; strings, integers and literals serialise identically). A plain float
+        is finite, not integral, and 1e-4 <= |x| < 1e16: Python writes it as ``repr(x)``
+        without an exponent and without a trailing ``.0``, the shortest round-tripping
+        digits, which is the ECMAScript form RFC 8785 section 3.2.2.3 requires (the
+        ``rfc8785`` package itself starts from ``str(x)`` and changes only exponents and
+        ``.0``). tests/property checks both against the ``rfc8785`` package on generated
+        values.
     """
     simple = True
     lone = _LONE_SURROGATE.search
@@ -201,7 +208,8 @@ def _scan(value: Any, check_numbers: bool) -> bool:
                 if check_numbers and not -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER:
                     raise _Fault
             elif tc is float:
-                simple = False
+                if simple and not (_PLAIN_MIN <= abs(child) < _PLAIN_MAX and child % 1):
+                    simple = False
                 if check_numbers and (
                     child != child
                     or child in (float("inf"), float("-inf"))

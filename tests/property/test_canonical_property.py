@@ -319,3 +319,54 @@ def test_fast_path_is_byte_identical_to_rfc8785(value):
         elif isinstance(node, list):
             stack.extend(node)
     assert canonical._scan(value, check_numbers=True) is (not has_astral_key)
+
+
+# --- the fast path with floats: plain floats (1e-4 <= |x| < 1e16, not integral) ------------
+_any_float = (
+    st.floats(allow_nan=False, allow_infinity=False)
+    | st.floats(-1e17, 1e17, allow_nan=False)
+    | st.floats(-1e-3, 1e-3, allow_nan=False)
+    | st.sampled_from([1e-4, 9.999999999999999e-05, 1e16, 9007199254740991.0, 0.1, -0.5, 1e15 + 0.5])
+)
+_float_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-1000, 1000) | _any_float | _fast_text,
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(_fast_text, children, max_size=5)
+    ),
+    max_leaves=30,
+)
+
+
+def _plain(x: float) -> bool:
+    return 1e-4 <= abs(x) < 1e16 and not x.is_integer()
+
+
+@given(_float_values)
+@example([1e-4, 0.0001000000000000001, 123.456, -2.5e-3])
+@example({"a": 9.999999999999999e-05, "b": 1e16 + 2.0})
+def test_fast_path_with_floats_is_byte_identical_to_rfc8785(value):
+    from evstore import canonical
+
+    floats, astral, stack = [], False, [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            astral |= any(ord(c) > 0xFFFF for k in node for c in k)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, float):
+            floats.append(node)
+    try:
+        expected = rfc8785.dumps(value)
+    except rfc8785.CanonicalizationError:
+        return  # out of the JSON domain (an integral float beyond 2**53): not this test's
+    simple = canonical._scan(value, check_numbers=False)
+    assert simple is (not astral and all(_plain(x) for x in floats))
+    if simple:  # the C encoder writes exactly the RFC 8785 bytes
+        assert canonical._encode(value, True) == expected
+    try:
+        parsed, canonical_bytes = canonical.loads_canonical(json.dumps(value).encode())
+    except canonical.JSONFormError:
+        return  # the strict reader refuses it (e.g. an integral float beyond 2**53)
+    assert canonical_bytes == rfc8785.dumps(parsed)
