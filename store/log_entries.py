@@ -25,6 +25,7 @@ one query (:func:`fetch_subtrees`).
 from __future__ import annotations
 
 import datetime as _dt
+import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,6 +65,7 @@ ENTRY_VERSION = 1
 LOG_LOCK = 7403012513
 
 _HOOK = "log"
+_MAX_SAFE = 2**53 - 1
 _FIELDS = {"accepted_at", "address", "kind", "op", "root", "sha256", "size", "v"}
 
 
@@ -120,7 +122,12 @@ def entry_bytes(
         obj["kind"] = kind
     if root is not None:
         obj["root"] = root
-    return rfc8785.dumps(obj)  # strings and an int: in the strict reader's domain
+    if size > _MAX_SAFE or not all(v.isascii() for v in (kind or "", root or "", accepted_at)):
+        return rfc8785.dumps(obj)  # outside the plain case below: the reference encoder
+    # ASCII strings (hex digests, an RFC 3339 time, registry kind and root names) and one
+    # integer within 2**53: their RFC 8785 form is the C encoder's with sorted keys (as in
+    # evstore.canonical's fast path); parse_entry holds every stored entry to dumps().
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def parse_entry(data: bytes) -> dict[str, Any]:
