@@ -71,9 +71,7 @@ def _head(conn: Any, pg: bool) -> tuple[int, dict[tuple[int, int], bytes]]:
     cur = conn.cursor()
     cur.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM log_entries")
     size = int(cur.fetchone()[0])
-    keys = [
-        (level, (size >> level) - 1) for level in range(size.bit_length()) if size >> level & 1
-    ]
+    keys = [(level, (size >> level) - 1) for level in range(size.bit_length()) if size >> level & 1]
     if not keys:
         return size, {}
     term = f"(level = {mark} AND idx = {mark})"
@@ -157,6 +155,10 @@ def write_bookkeeping(
         conn.execute(f"SELECT pg_advisory_xact_lock({LOG_LOCK})")
     size, found = _head(conn, pg)
     entries = [_entry(op, a, s, n, k, stamp) for op, a, s, n, k in writes]
-    _insert(conn, pg, "log_entries", [(size + i, w[1], e) for i, (w, e) in
-                                      enumerate(zip(writes, entries, strict=True))])
+    _insert(
+        conn,
+        pg,
+        "log_entries",
+        [(size + i, w[1], e) for i, (w, e) in enumerate(zip(writes, entries, strict=True))],
+    )
     _insert(conn, pg, "log_nodes", _nodes(size, found, entries))

@@ -39,7 +39,6 @@ from .digests import Digest
 from .digests import digest_bytes as digest_from
 from .errors import NotFound, error
 from .ingest import (
-    STREAM_CHUNK,
     as_documents,
     ingest_documents,
     offset_progress,
@@ -73,6 +72,9 @@ _POINT = {"sqlite": _POINT_SQL + "?", "postgresql": _POINT_SQL + "%s"}
 _READ_WHOLE_MAX = 8 << 20
 #: A chunk of small items is written once it holds this many bytes.
 _CHUNK_BYTES = 64 << 20
+#: Small items ``put_many`` writes per statement batch: enough for PostgreSQL's COPY path
+#: (1,000 or more) and few statements on SQLite (issue 16, bench/core.py part a).
+PUT_CHUNK = 2000
 
 
 def _item_bytes(item: Any, index: int) -> bytes | BinaryIO:
@@ -122,7 +124,7 @@ def _put_stream_many(
         if isinstance(data, bytes):
             pending.append(data)
             size += len(data)
-            if len(pending) >= STREAM_CHUNK or size >= _CHUNK_BYTES:
+            if len(pending) >= PUT_CHUNK or size >= _CHUNK_BYTES:
                 flush()
             continue
         flush()
@@ -307,7 +309,7 @@ class Store:
             items: any iterable (a generator works), read lazily: byte strings, paths
                 (``pathlib.Path``: a file read when its turn comes; files over 8 MiB are
                 streamed in 1 MiB chunks) or binary streams (streamed). Memory holds one
-                chunk of :data:`~evstore.ingest.STREAM_CHUNK` items (or 64 MiB), not all.
+                chunk of :data:`PUT_CHUNK` items (or 64 MiB), not all.
             batch: None: one transaction. N: one transaction per N items; a failing batch
                 leaves the earlier ones committed and the error says so.
             on_batch: called as ``on_batch(batches committed, items committed)``.

@@ -80,7 +80,7 @@ def _lookup_many(conn: Connection, namespace: str, digests: Sequence[str]) -> di
     if conn.dialect.name == "postgresql":
         rows = driver_rows(
             conn,
-            "SELECT key_digest, value FROM bindings WHERE key_digest = ANY(%s) AND namespace = %s",
+            "SELECT key_digest, value FROM bindings WHERE key_digest = ANY(%b) AND namespace = %s",
             (list(digests), namespace),
         )
         return dict(rows)

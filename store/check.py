@@ -405,7 +405,7 @@ def _write_verified(conn: sa.Connection, rows: list[tuple[str, str]], now: _dt.d
     if conn.dialect.name == "postgresql":
         conn.exec_driver_sql(
             "INSERT INTO verified (address, kind, verified_at) SELECT a, k, %s"
-            " FROM unnest(%s::text[], %s::text[]) AS t(a, k)" + upsert,
+            " FROM unnest(%b::text[], %b::text[]) AS t(a, k)" + upsert,
             (now, [r[0] for r in rows], [r[1] for r in rows]),
         )
         return
@@ -422,7 +422,7 @@ def _inline_bytes(conn: sa.Connection, addresses: Sequence[str]) -> dict[str, An
     if not addresses:
         return found
     if conn.dialect.name == "postgresql":
-        sql = "SELECT address, data FROM blobs WHERE address = ANY(%s)"
+        sql = "SELECT address, data FROM blobs WHERE address = ANY(%b)"
         found.update(_fetch(conn, sql, (list(addresses),)))
         return found
     for i in range(0, len(addresses), _SQLITE_IN):

@@ -27,7 +27,7 @@ import sqlite3
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -59,6 +59,7 @@ __all__ = [
     "SchemaState",
     "classify",
     "commit_hook",
+    "copy_rows",
     "database_errors",
     "driver_rows",
     "head_revision",
@@ -167,6 +168,35 @@ def driver_rows(
             return cur.fetchall() if cur.description is not None else []
         finally:
             cur.close()
+
+
+#: Fewest rows a PostgreSQL write sends by binary COPY rather than one INSERT of arrays.
+COPY_MIN_ROWS = 256
+
+
+def copy_rows(
+    conn: Connection,
+    table: str,
+    columns: Sequence[str],
+    types: Sequence[str],
+    rows: Sequence[tuple[Any, ...]],
+) -> None:
+    """PostgreSQL: write ``rows`` (tuples in ``columns`` order) into ``table`` by binary COPY.
+
+    For rows that cannot exist yet (log entries under the log's lock; the roots and leases
+    of blobs this transaction inserted): COPY skips nothing, so a duplicate key is an error
+    like any statement's. About 1.5x faster on the server than ``INSERT ... SELECT FROM
+    unnest`` for 100k rows (issue 16, bench/core.py part a). ``types`` are PostgreSQL type
+    names for the binary format.
+
+    Raises:
+        sqlalchemy.exc.DBAPIError: the driver's error, wrapped as by :func:`raw_driver`.
+    """
+    sql = f"COPY {table} ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)"
+    with raw_driver(conn) as raw, raw.cursor() as cur, cur.copy(sql) as copy:
+        copy.set_types(list(types))
+        for row in rows:
+            copy.write_row(row)
 
 
 _REVISION = re.compile(r"^revision\s*(?::[^=]*)?=\s*[\"']([^\"']+)[\"']", re.M)

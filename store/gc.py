@@ -154,7 +154,7 @@ def _lock(conn: Connection, addresses: Sequence[str]) -> list[str]:
         return [
             r[0]
             for r in conn.exec_driver_sql(
-                "SELECT address FROM blobs WHERE address = ANY(%s) ORDER BY address"
+                "SELECT address FROM blobs WHERE address = ANY(%b) ORDER BY address"
                 " FOR UPDATE SKIP LOCKED",
                 (list(addresses),),
             )

@@ -35,7 +35,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .db import BEFORE_COMMIT, driver_rows
+from .db import BEFORE_COMMIT, COPY_MIN_ROWS, copy_rows, driver_rows
 from .errors import error
 from .settings import load_settings, setting
 from .tables import retention_history
@@ -165,6 +165,9 @@ class Pending:
         blobs: addresses of every blob it stored or found stored.
         artifacts: addresses of every artifact it stored or found stored.
         leased: addresses whose lease it already extended.
+        fresh: addresses of the blobs it inserted: no root or lease row can exist for them
+            yet (both refer to the blob row), so theirs are written without a conflict check
+            (PostgreSQL: binary COPY, in a savepoint that falls back to the checked insert).
     """
 
     root: str
@@ -173,6 +176,7 @@ class Pending:
     blobs: set[str] = field(default_factory=set)
     artifacts: set[str] = field(default_factory=set)
     leased: set[str] = field(default_factory=set)
+    fresh: set[str] = field(default_factory=set)
 
     @property
     def expires(self) -> _dt.datetime:
@@ -183,7 +187,7 @@ class Pending:
         """Root and lease what the transaction wrote (one statement per table), then commit."""
         rooted = sorted(self.artifacts or self.blobs)
         if rooted:
-            new = _insert_roots(conn, self.root, rooted)
+            new = _insert_roots(conn, self.root, rooted, self.fresh)
             for hook in ROOTED_HOOKS if new else ():
                 hook(conn, self.root, new)
         _extend(conn, self, sorted((self.blobs | self.artifacts) - self.leased))
@@ -201,13 +205,16 @@ def pending(conn: Connection) -> Pending:
     return task
 
 
-def note_blobs(conn: Connection, addresses: Iterable[str]) -> None:
+def note_blobs(conn: Connection, addresses: Iterable[str], fresh: Iterable[str] = ()) -> None:
     """Record blobs a write stored or found stored (rooted at commit when no artifact is).
 
     Only rows this transaction wrote or locked when it found them (evstore.blobs) may be
     noted: :func:`hold` takes a noted blob as present and held without looking again.
+    ``fresh`` names those among them that this transaction inserted.
     """
-    pending(conn).blobs.update(addresses)
+    task = pending(conn)
+    task.blobs.update(addresses)
+    task.fresh.update(fresh)
 
 
 def note_artifacts(conn: Connection, addresses: Iterable[str]) -> None:
@@ -215,12 +222,27 @@ def note_artifacts(conn: Connection, addresses: Iterable[str]) -> None:
     pending(conn).artifacts.update(addresses)
 
 
-def _insert_roots(conn: Connection, root: str, addresses: Sequence[str]) -> list[str]:
-    """Root ``addresses`` under ``root``; return those the root did not hold (sorted)."""
+def _insert_roots(
+    conn: Connection,
+    root: str,
+    addresses: Sequence[str],
+    fresh: set[str] | frozenset[str] = frozenset(),
+) -> list[str]:
+    """Root ``addresses`` under ``root``; return those the root did not hold (sorted).
+
+    Addresses in ``fresh`` (blobs this transaction inserted) cannot be rooted yet: on
+    PostgreSQL many of them go by COPY (:func:`_fresh_copy`).
+    """
     if conn.dialect.name == "postgresql":
+        bulk = [a for a in addresses if a in fresh]
+        if len(bulk) >= COPY_MIN_ROWS and _fresh_copy(
+            conn, "roots", ("name", "address"), [(root, a) for a in bulk]
+        ):
+            rest = [a for a in addresses if a not in fresh]
+            return sorted(bulk + (_insert_roots(conn, root, rest) if rest else []))
         rows = driver_rows(
             conn,
-            "INSERT INTO roots (name, address) SELECT %s, a FROM unnest(%s::text[]) AS t(a)"
+            "INSERT INTO roots (name, address) SELECT %s, a FROM unnest(%b::text[]) AS t(a)"
             " ON CONFLICT DO NOTHING RETURNING address",
             (root, list(addresses)),
         )
@@ -237,6 +259,27 @@ def _insert_roots(conn: Connection, root: str, addresses: Sequence[str]) -> list
     return sorted(new)
 
 
+def _fresh_copy(
+    conn: Connection, table: str, columns: tuple[str, str], rows: list[tuple[Any, Any]]
+) -> bool:
+    """PostgreSQL: COPY the root or lease rows of fresh blobs inside a savepoint.
+
+    Returns False, the savepoint rolled back, on a duplicate key (which a fresh blob cannot
+    have; the caller then takes the checked path): never a wrong row, never a failed write.
+    """
+    import psycopg
+
+    types = ("varchar", "varchar") if table == "roots" else ("varchar", "timestamptz")
+    try:
+        with conn.begin_nested():
+            copy_rows(conn, table, columns, types, rows)
+        return True
+    except sa.exc.IntegrityError as exc:
+        if isinstance(exc.orig, psycopg.errors.UniqueViolation):
+            return False
+        raise
+
+
 def _extend(conn: Connection, task: Pending, addresses: Sequence[str]) -> None:
     """Extend the leases of ``addresses`` to ``task.expires`` (one statement).
 
@@ -249,9 +292,16 @@ def _extend(conn: Connection, task: Pending, addresses: Sequence[str]) -> None:
         return  # a zero lease protects nothing: no row needed
     half = task.now + _dt.timedelta(seconds=task.lease_seconds / 2)
     if conn.dialect.name == "postgresql":
+        bulk = [a for a in addresses if a in task.fresh]
+        if len(bulk) >= COPY_MIN_ROWS and _fresh_copy(
+            conn, "leases", ("address", "expires_at"), [(a, task.expires) for a in bulk]
+        ):
+            addresses = [a for a in addresses if a not in task.fresh]
+            if not addresses:
+                return
         driver_rows(
             conn,
-            "INSERT INTO leases (address, expires_at) SELECT a, %s FROM unnest(%s::text[])"
+            "INSERT INTO leases (address, expires_at) SELECT a, %s FROM unnest(%b::text[])"
             " AS t(a) ON CONFLICT (address) DO UPDATE SET expires_at = excluded.expires_at"
             " WHERE leases.expires_at < %s",
             (task.expires, list(addresses), half),
@@ -274,7 +324,7 @@ def _present_locked(conn: Connection, addresses: Sequence[str]) -> set[str]:
             r[0]
             for r in driver_rows(
                 conn,
-                "SELECT address FROM blobs WHERE address = ANY(%s) ORDER BY address FOR KEY SHARE",
+                "SELECT address FROM blobs WHERE address = ANY(%b) ORDER BY address FOR KEY SHARE",
                 (list(addresses),),
             )
         }

@@ -35,7 +35,7 @@ from sqlalchemy.engine import Connection
 
 from . import merkle
 from .canonical import dumps, loads
-from .db import commit_hook, driver_rows
+from .db import COPY_MIN_ROWS, commit_hook, copy_rows, driver_rows
 from .errors import error
 from .leases import HISTORY_HOOKS, ROOTED_HOOKS
 
@@ -66,6 +66,8 @@ LOG_LOCK = 7403012513
 
 _HOOK = "log"
 _MAX_SAFE = 2**53 - 1
+_ENTRY_TYPES = ("int8", "varchar", "bytea")
+_NODE_TYPES = ("int4", "int8", "bytea")
 _FIELDS = {"accepted_at", "address", "kind", "op", "root", "sha256", "size", "v"}
 
 
@@ -417,20 +419,27 @@ def append_entries(conn: Connection, entries: Sequence[tuple[str, bytes]]) -> in
             nodes.rows[(level, idx)] = digest
             rows.append((level, idx, digest))
     entry_rows = [(start + i, address, data) for i, (address, data) in enumerate(entries)]
+    if pg and len(entry_rows) + len(rows) >= COPY_MIN_ROWS:  # no key can exist: COPY
+        copy_rows(conn, "log_entries", ("idx", "address", "entry"), _ENTRY_TYPES, entry_rows)
+        copy_rows(conn, "log_nodes", ("level", "idx", "hash"), _NODE_TYPES, rows)
+        return start
     if pg:  # both inserts in one statement (a data-modifying WITH), arrays unnested
         columns = [list(c) for c in zip(*entry_rows, strict=True)]
         columns += [list(c) for c in zip(*rows, strict=True)]
         driver_rows(
             conn,
             "WITH e AS (INSERT INTO log_entries (idx, address, entry)"
-            " SELECT * FROM unnest(%s::bigint[], %s::varchar[], %s::bytea[]))"
+            " SELECT * FROM unnest(%b::bigint[], %b::varchar[], %b::bytea[]))"
             " INSERT INTO log_nodes (level, idx, hash)"
-            " SELECT * FROM unnest(%s::integer[], %s::bigint[], %s::bytea[])",
+            " SELECT * FROM unnest(%b::integer[], %b::bigint[], %b::bytea[])",
             tuple(columns),
         )
         return start
     driver_rows(
-        conn, "INSERT INTO log_entries (idx, address, entry) VALUES (?, ?, ?)", entry_rows, many=True
+        conn,
+        "INSERT INTO log_entries (idx, address, entry) VALUES (?, ?, ?)",
+        entry_rows,
+        many=True,
     )
     driver_rows(conn, "INSERT INTO log_nodes (level, idx, hash) VALUES (?, ?, ?)", rows, many=True)
     return start

@@ -326,7 +326,9 @@ _any_float = (
     st.floats(allow_nan=False, allow_infinity=False)
     | st.floats(-1e17, 1e17, allow_nan=False)
     | st.floats(-1e-3, 1e-3, allow_nan=False)
-    | st.sampled_from([1e-4, 9.999999999999999e-05, 1e16, 9007199254740991.0, 0.1, -0.5, 1e15 + 0.5])
+    | st.sampled_from(
+        [1e-4, 9.999999999999999e-05, 1e16, 9007199254740991.0, 0.1, -0.5, 1e15 + 0.5]
+    )
 )
 _float_values = st.recursive(
     st.none() | st.booleans() | st.integers(-1000, 1000) | _any_float | _fast_text,
