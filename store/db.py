@@ -170,6 +170,8 @@ def driver_rows(
             cur.close()
 
 
+#: Most point-read connections one PostgreSQL store keeps (one per calling thread).
+POINT_CONNECTIONS = 16
 #: Fewest rows a PostgreSQL write sends by binary COPY rather than one INSERT of arrays.
 COPY_MIN_ROWS = 256
 
@@ -312,10 +314,10 @@ class Database:
                 code="store.url",
             )
         self.display_url = parsed.render_as_string(hide_password=True)
-        # SQLite point reads: one connection per thread (point_row), closed by dispose().
+        # Point reads: one connection per thread (point_row), closed by dispose().
         self._point = threading.local()
         self._point_lock = threading.Lock()
-        self._point_raws: list[Any] = []
+        self._point_raws: list[tuple[Any, threading.Thread]] = []
         self.sqlite_path: Path | None = None
         self._sqlite_name: str | None = None
         if self.backend == "sqlite":
@@ -609,23 +611,30 @@ class Database:
     def point_row(self, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
         """The first row of one read-only statement, run outside any explicit transaction.
 
-        One statement is its own snapshot on both backends, so no BEGIN/COMMIT is sent. On
-        SQLite the statement runs on this thread's own connection, opened once through the
-        pool (the store's pragmas) and then detached from it: a point read pays no pool
-        checkout (issue 16, bench/core.py part d). The connection caches nothing between
-        statements: each one reads the latest committed state, and its cursor is closed
-        before returning, so no read lock is held. On PostgreSQL a pooled connection is
-        checked out and set to autocommit for the statement.
+        One statement is its own snapshot on both backends, so no BEGIN/COMMIT is sent. The
+        statement runs on this thread's own connection, opened once through the pool (the
+        store's pragmas and connect settings) and then detached from it: a point read pays no
+        pool checkout, ping or reset (issue 16, bench/core.py part d). The connection caches
+        nothing between statements: each one reads the latest committed state (PostgreSQL:
+        autocommit; the statement is prepared once, its plan is no data), and its cursor is
+        closed before returning, so no lock is held. PostgreSQL keeps at most
+        :data:`POINT_CONNECTIONS` such connections per store (threads beyond take a pooled
+        one per statement). A connection that failed is closed, and a dead one (a restarted
+        server) fails once: the caller's general path answers that read.
 
         Raises:
             Whatever the driver raises (:func:`database_errors`); the connection involved
             is then closed, never reused.
         """
-        if self.backend != "sqlite":
-            return self._pg_point_row(sql, params)
         conn = self._thread_connection()
+        if conn is None:
+            return self._pg_point_row(sql, params)
         try:
-            cur = conn.execute(sql, params)
+            if self.backend == "sqlite":
+                cur = conn.execute(sql, params)
+            else:
+                cur = conn.cursor()
+                cur.execute(sql, params)
             try:
                 return cur.fetchone()  # type: ignore[no-any-return]
             finally:
@@ -635,14 +644,27 @@ class Database:
             raise
 
     def _thread_connection(self) -> Any:
+        """This thread's point-read driver connection (None: PostgreSQL's cap is reached)."""
         local = self._point
         raw = getattr(local, "raw", None)
         if raw is None or local.forks != _FORKS[0]:  # a forked child opens its own
-            raw = self.engine.raw_connection()
-            raw.detach()  # this thread's own from now on; closed by dispose()
-            local.raw, local.forks = raw, _FORKS[0]
+            # Under the lock from the count to the append, so the cap holds for any number of
+            # threads; connections of threads that ended are closed first.
             with self._point_lock:
-                self._point_raws.append(raw)
+                for gone in [r for r, t in self._point_raws if not t.is_alive()]:
+                    self._point_raws = [(r, t) for r, t in self._point_raws if r is not gone]
+                    with contextlib.suppress(*database_errors()):
+                        gone.close()
+                if self.backend != "sqlite" and len(self._point_raws) >= POINT_CONNECTIONS:
+                    return None
+                raw = self.engine.raw_connection()
+                if self.backend != "sqlite":  # autocommit; its one statement prepared at once
+                    driver = raw.driver_connection
+                    driver.autocommit = True  # type: ignore[union-attr]
+                    driver.prepare_threshold = 0  # type: ignore[union-attr]
+                raw.detach()  # this thread's own from now on; closed by dispose()
+                local.raw, local.forks = raw, _FORKS[0]
+                self._point_raws.append((raw, threading.current_thread()))
         return raw.dbapi_connection
 
     def _drop_thread_connection(self) -> None:
@@ -650,8 +672,7 @@ class Database:
         self._point.raw = None
         if raw is not None:
             with self._point_lock:
-                if raw in self._point_raws:
-                    self._point_raws.remove(raw)
+                self._point_raws = [(r, t) for r, t in self._point_raws if r is not raw]
             with contextlib.suppress(*database_errors()):
                 raw.close()
 
@@ -677,7 +698,7 @@ class Database:
     def dispose(self) -> None:
         """Close every pooled connection and every thread's point-read connection."""
         with self._point_lock:
-            raws, self._point_raws = self._point_raws, []
+            raws, self._point_raws = [r for r, _ in self._point_raws], []
         for raw in raws:
             with contextlib.suppress(*database_errors()):
                 raw.close()

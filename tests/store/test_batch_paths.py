@@ -3,9 +3,11 @@
 import hashlib
 import threading
 
+import pytest
 import sqlalchemy as sa
 
 from evstore import blobs
+from evstore import db as dbmod
 from evstore.bindings import BindingBatch, lookup_binding
 from evstore.tables import bindings
 
@@ -81,3 +83,36 @@ def test_get_on_several_threads_and_after_a_broken_connection(store):
         assert store.db._point.raw is not raw
     store.close()
     assert store.db._point_raws == []
+
+
+def test_point_reads_survive_a_terminated_backend_and_keep_to_their_cap(store, monkeypatch):
+    """PostgreSQL: a point-read connection killed by the server fails once, unseen; at most
+    POINT_CONNECTIONS threads hold one, the others read through the pool."""
+    if store.db.backend != "postgresql":
+        pytest.skip("a server backend to terminate is PostgreSQL's")
+    data = b"point read pg" * 50
+    ref = f"blake3:{store.put(data).digest.blake3}"
+    assert store.get(ref) == data
+    raw = store.db._point.raw
+    pid = raw.dbapi_connection.info.backend_pid
+    with store.db.engine.connect() as conn:
+        conn.exec_driver_sql(f"SELECT pg_terminate_backend({pid})")
+    assert store.get(ref) == data  # the general path answers; the connection is replaced
+    assert store.get(ref) == data
+    assert store.db._point.raw is not raw
+    monkeypatch.setattr(dbmod, "POINT_CONNECTIONS", 2)
+    got: list[bytes] = []
+    gate = threading.Barrier(4)
+
+    def read() -> None:
+        gate.wait(timeout=30)
+        got.append(store.get(ref))
+        gate.wait(timeout=30)  # every thread is alive while the others read
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert got == [data] * 4
+    assert len(store.db._point_raws) <= 2
