@@ -102,13 +102,26 @@ def insert_ignore(conn: Connection, table: sa.Table, rows: Sequence[dict[str, An
     if not rows:
         return
     cols = tuple(rows[0])
-    rows = _sorted_rows(table, rows)
     if conn.dialect.name == "postgresql" and _pg_types(table, cols) is not None:
+        rows = _sorted_rows(table, rows)
         for part in _pg_parts(rows):
             driver_rows(conn, _pg_unnest_sql(table, cols, ()), _pg_arrays(part, cols))
         return
     sql = _insert_sql(conn.dialect.name, table.name, cols)
-    driver_rows(conn, sql, [tuple(r[c] for c in cols) for r in rows], many=True)
+    driver_rows(conn, sql, _sorted_tuples(table, cols, rows), many=True)
+
+
+def _sorted_tuples(
+    table: sa.Table, cols: tuple[str, ...], rows: Sequence[dict[str, Any]]
+) -> list[tuple[Any, ...]]:
+    """``rows`` as parameter tuples in ``cols`` order, stably sorted by the primary key."""
+    if len(cols) == 1:
+        return [(r[cols[0]],) for r in rows]
+    params = list(map(operator.itemgetter(*cols), rows))
+    at = [cols.index(k) for k in _in_key_order(table, rows)]
+    if len(params) > 1 and at:
+        params.sort(key=operator.itemgetter(*at))
+    return params
 
 
 # PostgreSQL: one INSERT ... SELECT FROM unnest(arrays) per batch instead of one statement per
@@ -220,6 +233,10 @@ def insert_returning(
     cols = tuple(rows[0])
     keys = _in_key_order(table, rows)
     assert keys, f"{table.name}: rows lack the primary key"
+    if conn.dialect.name == "sqlite":
+        found_all = _sqlite_insert_all_or_none(conn, table, cols, keys, rows)
+        if found_all is not None:
+            return found_all
     rows = _sorted_rows(table, rows)
     if conn.dialect.name == "postgresql" and _pg_types(table, cols) is not None:
         found: set[tuple[Any, ...]] = set()
@@ -227,10 +244,6 @@ def insert_returning(
             sql = _pg_unnest_sql(table, cols, keys)
             found.update(driver_rows(conn, sql, _pg_arrays(chunk, cols)))
         return found
-    if conn.dialect.name == "sqlite":
-        found_all = _sqlite_insert_all_or_none(conn, table, cols, keys, rows)
-        if found_all is not None:
-            return found_all
     mark = "?" if conn.dialect.name == "sqlite" else "%s"
     one = "(" + ", ".join([mark] * len(cols)) + ")"
     per = max(1, _MAX_PARAMS // len(cols))
@@ -265,7 +278,7 @@ def _sqlite_insert_all_or_none(
     asks ``RETURNING`` which ones.
     """
     key_at = [cols.index(k) for k in keys]
-    params = [tuple(r[c] for c in cols) for r in rows]
+    params = _sorted_tuples(table, cols, rows)
     sql = _insert_sql("sqlite", table.name, cols)
     with raw_driver(conn) as raw:
         cur = raw.cursor()

@@ -185,6 +185,8 @@ def _scan(value: Any, check_numbers: bool) -> bool:
                 if type(key) is not str:
                     simple = False
                     continue
+                if key.isascii():  # neither a surrogate nor an astral character
+                    continue
                 if lone(key):
                     raise _Fault
                 if simple and astral(key):
@@ -200,7 +202,7 @@ def _scan(value: Any, check_numbers: bool) -> bool:
         for child in children:
             tc = type(child)
             if tc is str:
-                if lone(child):
+                if not child.isascii() and lone(child):
                     raise _Fault
             elif tc is dict or tc is list:
                 stack.append((child, depth + 1))
