@@ -18,7 +18,8 @@ variant runs ``--repeat`` times, interleaved, median taken:
              blobs and the document stored in one transaction.
     ceiling  ``sha256sum -c`` of the extracted files, plus a raw bulk insert of the same
              bytes into a fresh store's blobs table (SQLite: ``executemany`` in one
-             transaction; PostgreSQL: binary ``COPY``), addresses precomputed.
+             transaction; PostgreSQL: binary ``COPY``), addresses precomputed, with the
+             lease, root and log rows the store writes for each (bench/_bookkeeping.py).
              Ratio ceiling s / import s, target >= 0.4.
 
 It measures and prints; it never asserts. A JSON result goes to bench/results/ (gitignored).
@@ -38,6 +39,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _bookkeeping import write_bookkeeping  # noqa: E402
 from _common import RESULTS_DIR, fresh_store, machine_info, raw_pg, raw_sqlite  # noqa: E402
 
 import evstore  # noqa: E402
@@ -59,6 +61,8 @@ def _raw_insert(fs, files: list[Path]) -> float:
     for f in files:
         data = f.read_bytes()
         rows.append((f.name, len(data), data))
+    # Every stored blob also gets the store's lease, root and log rows (bench/_bookkeeping.py).
+    writes = [("put", "b" + name[1:], name, size, None) for name, size, _ in rows]
     if fs.backend == "sqlite":
         conn = raw_sqlite(fs.sqlite_path)
         conn.execute("BEGIN IMMEDIATE")
@@ -66,6 +70,7 @@ def _raw_insert(fs, files: list[Path]) -> float:
             "INSERT INTO blobs (address, sha256, size, data) VALUES (?, ?, ?, ?)",
             [("b" + r[0][1:], r[0], r[1], r[2]) for r in rows],
         )
+        write_bookkeeping(conn, "sqlite", writes)
         conn.execute("COMMIT")
         conn.close()
     else:
@@ -73,6 +78,7 @@ def _raw_insert(fs, files: list[Path]) -> float:
             with cur.copy("COPY blobs (address, sha256, size, data) FROM STDIN") as copy:
                 for name, size, data in rows:
                     copy.write_row(("b" + name[1:], name, size, data))
+            write_bookkeeping(conn, "postgresql", writes)
             conn.commit()
     return time.perf_counter() - t0
 

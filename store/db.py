@@ -658,9 +658,12 @@ class Database:
                 if self.backend != "sqlite" and len(self._point_raws) >= POINT_CONNECTIONS:
                     return None
                 raw = self.engine.raw_connection()
-                if self.backend != "sqlite":  # autocommit; its one statement prepared at once
+                if self.backend != "sqlite":  # autocommit; its statement prepared at once,
+                    # planned for each execution's value (never a generic plan made while the
+                    # table was small, the scan that disabled prepared statements elsewhere)
                     driver = raw.driver_connection
                     driver.autocommit = True  # type: ignore[union-attr]
+                    driver.execute("SET plan_cache_mode = force_custom_plan")  # type: ignore[union-attr]
                     driver.prepare_threshold = 0  # type: ignore[union-attr]
                 raw.detach()  # this thread's own from now on; closed by dispose()
                 local.raw, local.forks = raw, _FORKS[0]
