@@ -15,7 +15,7 @@ import evstore
 from evstore import blobs as blobs_mod
 from evstore.tables import leases, log_entries, roots
 
-N = 300  # above the COPY threshold (evstore.db.COPY_MIN_ROWS)
+N = 600  # above the COPY threshold (evstore.db.COPY_MIN_ROWS) and SQLite's list size
 
 
 def _count(store: evstore.Store, table: sa.Table) -> int:
