@@ -630,15 +630,15 @@ class Database:
         if conn is None:
             return self._pg_point_row(sql, params)
         try:
-            if self.backend == "sqlite":
-                cur = conn.execute(sql, params)
-            else:
-                cur = conn.cursor()
+            if self.backend != "sqlite":  # the thread's cursor: results arrive whole
+                cur = self._point.cur
                 cur.execute(sql, params)
+                return cur.fetchone()  # type: ignore[no-any-return]
+            cur = conn.execute(sql, params)
             try:
                 return cur.fetchone()  # type: ignore[no-any-return]
             finally:
-                cur.close()
+                cur.close()  # the statement reset: no read snapshot held between reads
         except database_errors():
             self._drop_thread_connection()
             raise
@@ -667,6 +667,8 @@ class Database:
                     driver.prepare_threshold = 0  # type: ignore[union-attr]
                 raw.detach()  # this thread's own from now on; closed by dispose()
                 local.raw, local.forks = raw, _FORKS[0]
+                pg = self.backend != "sqlite"
+                local.cur = raw.dbapi_connection.cursor() if pg else None  # type: ignore[union-attr]
                 self._point_raws.append((raw, threading.current_thread()))
         return raw.dbapi_connection
 
