@@ -223,7 +223,10 @@ def _ceiling_rows(datas: list[bytes], validator: Any) -> dict[str, list[tuple[An
                 )
             )
             binds.append((P.REVISION_NAMESPACE, key, value))
-        rows["attrs"] += [(n, v, address, "package") for n, v in found]
+        rows["attrs"] += [
+            (n, hashlib.sha256(v.encode()).hexdigest(), v, address, "package")  # value_digest: 0004
+            for n, v in found
+        ]
         rows["bindings"] += [
             (ns, hashlib.sha256(key.encode()).hexdigest(), key, value, address)
             for ns, key, value in binds
@@ -235,10 +238,10 @@ _SQL = {
     "blobs": "INSERT INTO blobs (address, sha256, size, data, chunk_set) VALUES ({})",
     "artifacts": "INSERT INTO artifacts (address, kind, contract_version, accepted_at)"
     " VALUES ({}, CURRENT_TIMESTAMP)",
-    "attrs": "INSERT INTO attrs (name, value, address, kind) VALUES ({})",
+    "attrs": "INSERT INTO attrs (name, value_digest, value, address, kind) VALUES ({})",
     "bindings": "INSERT INTO bindings (namespace, key_digest, key, value, origin) VALUES ({})",
 }
-_WIDTH = {"blobs": 5, "artifacts": 3, "attrs": 4, "bindings": 5}
+_WIDTH = {"blobs": 5, "artifacts": 3, "attrs": 5, "bindings": 5}
 
 
 def _writes(rows: dict[str, list[tuple[Any, ...]]]) -> list[Any]:
