@@ -563,8 +563,12 @@ def put_many(
         if dg.blake3 in existing:
             _repair_if_corrupt(conn, existing[dg.blake3], data)
             continue
-        row = {"address": dg.blake3, "sha256": dg.sha256, "size": dg.size}
-        row.update(_storage_values(conn, data))
+        if len(data) <= INLINE_MAX:  # inline: the common case, without a helper call
+            row = {"address": dg.blake3, "sha256": dg.sha256, "size": dg.size, "data": data}
+            row["chunk_set"] = None
+        else:
+            row = {"address": dg.blake3, "sha256": dg.sha256, "size": dg.size}
+            row.update(_storage_values(conn, data))
         rows.append(row)
         if not copy_bound and row["chunk_set"] is None:
             unlooked[dg.blake3] = data

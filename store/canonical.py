@@ -418,10 +418,17 @@ def _check_domain(value: Any) -> None:
     _walk(value)
 
 
+#: The fast path's encoder, made once (``json.dumps`` with options builds one per call). With
+#: ``check_circular`` off its C implementation is the whole pass; _scan has bounded the depth.
+_C_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, check_circular=False
+)
+
+
 def _encode(value: Any, simple: bool) -> bytes:
     """RFC 8785 bytes: the C JSON encoder for simple values (see :func:`_scan`), else rfc8785."""
     if simple:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        return _C_ENCODER.encode(value).encode()
     try:
         return rfc8785.dumps(value)
     except rfc8785.IntegerDomainError as exc:

@@ -67,6 +67,7 @@ LOG_LOCK = 7403012513
 _HOOK = "log"
 _MAX_SAFE = 2**53 - 1
 _ENTRY_TYPES = ("int8", "varchar", "bytea")
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 _NODE_TYPES = ("int4", "int8", "bytea")
 _FIELDS = {"accepted_at", "address", "kind", "op", "root", "sha256", "size", "v"}
 
@@ -129,7 +130,7 @@ def entry_bytes(
     # ASCII strings (hex digests, an RFC 3339 time, registry kind and root names) and one
     # integer within 2**53: their RFC 8785 form is the C encoder's with sorted keys (as in
     # evstore.canonical's fast path); parse_entry holds every stored entry to dumps().
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return _ENCODER.encode(obj).encode()
 
 
 def parse_entry(data: bytes) -> dict[str, Any]:
