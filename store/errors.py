@@ -100,10 +100,13 @@ class EvstoreError(Exception):
             for errors that are not about a contract.
         pointer: RFC 6901 JSON Pointer to the offending field ("" is the whole document).
         path: the input file the error is about, when known.
+        about_document: whether a fault with a rule and the root pointer names "the document
+            root" in its text (False for a content ref given on its own).
     """
 
     family = "error"
     default_code = "error"
+    about_document = True
 
     def __init__(
         self,
@@ -140,8 +143,9 @@ class EvstoreError(Exception):
 
     def __str__(self) -> str:
         # "" is the whole document (RFC 6901), never "/" (the member named ""); errors that are
-        # not about a document (no rule) name no place.
-        where = f" {pointer_phrase(self.pointer)}" if self.pointer or self.rule else ""
+        # not about a document (no rule, or a ref given on its own) name no place.
+        whole = self.rule and self.about_document
+        where = f" {pointer_phrase(self.pointer)}" if self.pointer or whole else ""
         src = f"{self.path}: " if self.path else ""
         return f"{src}{self.code}{where}: {self.message}"
 
@@ -157,6 +161,7 @@ class RefSyntaxError(InputError):
     """A content ref is not in one of the accepted forms (code ``ref.syntax``)."""
 
     default_code = "ref.syntax"
+    about_document = False  # a ref on its own (an argument): no place unless a pointer is set
 
 
 class JSONFormError(InputError):

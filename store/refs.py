@@ -51,8 +51,10 @@ class ContentRef:
 
 
 def _fail(text: str, why: str) -> RefSyntaxError:
+    # A ref is at most 7 + 64 characters: a longer text is named by its start and length.
+    shown = repr(text) if len(text) <= 100 else f"{text[:40]!r}... ({len(text)} characters)"
     return RefSyntaxError(
-        f"{text!r} is not a content ref ({why}); accepted forms: " + ", ".join(ACCEPTED_FORMS),
+        f"{shown} is not a content ref ({why}); accepted forms: " + ", ".join(ACCEPTED_FORMS),
         code="ref.syntax",
         rule="evstore#content-refs",
         details={"accepted_forms": list(ACCEPTED_FORMS)},
