@@ -27,6 +27,7 @@ import sqlite3
 import threading
 import time
 import urllib.parse
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -318,6 +319,11 @@ class Database:
         self._point = threading.local()
         self._point_lock = threading.Lock()
         self._point_raws: list[tuple[Any, threading.Thread]] = []
+        # A Database dropped without dispose() still closes its point-read connections: the
+        # finalizer holds only their driver connections (never anything that refers back to
+        # this object, which would keep it alive), in a set changed in place.
+        self._point_drivers: set[Any] = set()
+        weakref.finalize(self, _close_points, self._point_drivers)
         self.sqlite_path: Path | None = None
         self._sqlite_name: str | None = None
         if self.backend == "sqlite":
@@ -652,7 +658,8 @@ class Database:
             # threads; connections of threads that ended are closed first.
             with self._point_lock:
                 for gone in [r for r, t in self._point_raws if not t.is_alive()]:
-                    self._point_raws = [(r, t) for r, t in self._point_raws if r is not gone]
+                    self._point_raws[:] = [(r, t) for r, t in self._point_raws if r is not gone]
+                    self._point_drivers.discard(gone.dbapi_connection)
                     with contextlib.suppress(*database_errors()):
                         gone.close()
                 if self.backend != "sqlite" and len(self._point_raws) >= POINT_CONNECTIONS:
@@ -670,6 +677,7 @@ class Database:
                 pg = self.backend != "sqlite"
                 local.cur = raw.dbapi_connection.cursor() if pg else None  # type: ignore[union-attr]
                 self._point_raws.append((raw, threading.current_thread()))
+                self._point_drivers.add(raw.dbapi_connection)
         return raw.dbapi_connection
 
     def _drop_thread_connection(self) -> None:
@@ -677,7 +685,8 @@ class Database:
         self._point.raw = None
         if raw is not None:
             with self._point_lock:
-                self._point_raws = [(r, t) for r, t in self._point_raws if r is not raw]
+                self._point_raws[:] = [(r, t) for r, t in self._point_raws if r is not raw]
+                self._point_drivers.discard(raw.dbapi_connection)
             with contextlib.suppress(*database_errors()):
                 raw.close()
 
@@ -703,12 +712,22 @@ class Database:
     def dispose(self) -> None:
         """Close every pooled connection and every thread's point-read connection."""
         with self._point_lock:
-            raws, self._point_raws = [r for r, _ in self._point_raws], []
+            raws = [r for r, _ in self._point_raws]
+            self._point_raws.clear()
+            self._point_drivers.clear()
         for raw in raws:
             with contextlib.suppress(*database_errors()):
                 raw.close()
         self._point = threading.local()
         self.engine.dispose()
+
+
+def _close_points(drivers: set[Any]) -> None:
+    """Close point-read driver connections (the finalizer of a Database never disposed)."""
+    for conn in list(drivers):
+        with contextlib.suppress(Exception):
+            conn.close()
+    drivers.clear()
 
 
 #: Forks of this process so far (a child never uses its parent's point-read connections).

@@ -116,3 +116,28 @@ def test_point_reads_survive_a_terminated_backend_and_keep_to_their_cap(store, m
         t.join(timeout=60)
     assert got == [data] * 4
     assert len(store.db._point_raws) <= 2
+
+
+def test_a_store_dropped_without_close_closes_its_point_read_connections(store_url):
+    """No connection is left open (nor a ResourceWarning raised) by a store never closed."""
+    import gc
+    import warnings
+
+    import evstore
+
+    s = evstore.open(store_url)
+    ref = f"blake3:{s.put(b'dropped store').digest.blake3}"
+    assert s.get(ref) == b"dropped store"
+    t = threading.Thread(target=s.get, args=(ref,))  # a second thread, a second connection
+    t.start()
+    t.join(timeout=60)
+    drivers = list(s.db._point_drivers)
+    assert len(drivers) == 2
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        del s, t
+        gc.collect()
+    for conn in drivers:  # the finalizer closed them: a closed connection refuses work
+        with pytest.raises(Exception, match="(?i)closed"):
+            conn.cursor().execute("SELECT 1")
+    assert not [w for w in seen if issubclass(w.category, ResourceWarning)]
