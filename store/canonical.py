@@ -394,9 +394,11 @@ def dumps(value: Any) -> bytes:
 
 
 def _check_domain(value: Any) -> None:
-    stack: list[tuple[Any, str]] = [(value, "")]
+    # The first container deeper than MAX_DEPTH ends the number check (a cyclic Python value
+    # would never end it): _walk then reports json.depth with its pointer.
+    stack: list[tuple[Any, str, int]] = [(value, "", 1)]
     while stack:
-        node, ptr = stack.pop()
+        node, ptr, depth = stack.pop()
         if isinstance(node, bool) or node is None:
             continue
         if isinstance(node, float):
@@ -411,10 +413,14 @@ def _check_domain(value: Any) -> None:
         elif isinstance(node, int):
             if not -MAX_SAFE_INTEGER <= node <= MAX_SAFE_INTEGER:
                 raise _err("json.int-range", f"integer beyond +-(2**53-1){_AS_STRING}", ptr)
+        elif depth > MAX_DEPTH:
+            break
         elif isinstance(node, dict):
-            stack.extend((v, join_pointer(ptr, k)) for k, v in node.items() if isinstance(k, str))
+            stack.extend(
+                (v, join_pointer(ptr, k), depth + 1) for k, v in node.items() if isinstance(k, str)
+            )
         elif isinstance(node, (list, tuple)):
-            stack.extend((v, join_pointer(ptr, i)) for i, v in enumerate(node))
+            stack.extend((v, join_pointer(ptr, i), depth + 1) for i, v in enumerate(node))
     _walk(value)
 
 

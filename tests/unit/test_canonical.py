@@ -554,3 +554,20 @@ def test_spellings_of_one_value_share_canonical_bytes() -> None:
 
 def test_all_is_sorted() -> None:
     assert list(canonical.__all__) == sorted(canonical.__all__)
+
+
+def test_a_cyclic_python_value_is_json_depth_not_a_hang():
+    """A value that refers to itself has no JSON form: json.depth, found in bounded time."""
+    import pytest
+
+    from evstore import canonical
+    from evstore.errors import JSONFormError
+
+    loop: dict = {}
+    loop["x"] = loop
+    twice: list = []
+    twice.extend([twice, twice])  # each level doubles: a walk that goes on would never end
+    for value in (loop, twice, {"ok": 1, "bad": [loop]}):
+        with pytest.raises(JSONFormError) as ei:
+            canonical.dumps(value)
+        assert ei.value.code == "json.depth"
