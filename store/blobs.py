@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .db import driver_rows, raw_driver
+from .db import driver_rows, executemany_all_or_none, raw_driver
 from .digests import Digest, Hasher, digest_bytes
 from .errors import CorruptionError, NotFound
 from .leases import note_blobs
@@ -267,36 +267,17 @@ def _sqlite_insert_all_or_none(
     keys: list[str],
     rows: Sequence[dict[str, Any]],
 ) -> set[tuple[Any, ...]] | None:
-    """SQLite: the rows in one ``executemany`` when it writes all of them or none of them.
+    """SQLite: the keys ``rows`` wrote when one ``executemany`` writes all or none of them.
 
-    The driver's ``executemany`` of ``INSERT ... ON CONFLICT DO NOTHING`` is about 1.5x
-    faster than multi-row ``VALUES ... RETURNING`` (bench/core.py part a), and its row count
-    says how many rows it wrote. SQLite has one writer at a time, so nothing changes between
-    the statement and the count: all written (new content) or none written (content stored
-    before) answers exactly which keys this call inserted. Any other count (some stored, or a
-    key repeated within ``rows``) rolls back to a savepoint and returns None: the caller then
-    asks ``RETURNING`` which ones.
+    None (nothing written) for any other outcome (some stored, or a key repeated within
+    ``rows``): the caller then asks ``RETURNING`` (:func:`evstore.db.executemany_all_or_none`).
     """
-    key_at = [cols.index(k) for k in keys]
     params = _sorted_tuples(table, cols, rows)
-    sql = _insert_sql("sqlite", table.name, cols)
-    with raw_driver(conn) as raw:
-        cur = raw.cursor()
-        try:
-            cur.execute("SAVEPOINT evstore_insert")
-            cur.executemany(sql, params)
-            count = cur.rowcount
-            if count == len(params):
-                cur.execute("RELEASE evstore_insert")
-                return {tuple(p[i] for i in key_at) for p in params}
-            if count == 0:
-                cur.execute("RELEASE evstore_insert")
-                return set()
-            cur.execute("ROLLBACK TO evstore_insert")
-            cur.execute("RELEASE evstore_insert")
-            return None
-        finally:
-            cur.close()
+    done = executemany_all_or_none(conn, _insert_sql("sqlite", table.name, cols), params)
+    if done is None:
+        return None
+    key_at = [cols.index(k) for k in keys]
+    return {tuple(p[i] for i in key_at) for p in params} if done else set()
 
 
 def _row(r: Any) -> BlobRow:

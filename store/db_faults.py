@@ -10,12 +10,16 @@ the one database boundary, applies them to every statement; split from it for si
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from .errors import StoreStateError, error
@@ -29,6 +33,7 @@ __all__ = [
     "database_errors",
     "first_line",
     "normalize_url",
+    "raw_driver",
     "translate",
 ]
 
@@ -194,3 +199,31 @@ def translate(exc: BaseException, url: str = "") -> StoreStateError:
     err = error(fault.code, f"{head}: {first_line(exc)}")
     assert isinstance(err, StoreStateError)
     return err
+
+
+@contextlib.contextmanager
+def raw_driver(conn: Connection) -> Iterator[Any]:
+    """The DBAPI (driver) connection under ``conn``, for driver-only features (COPY).
+
+    A driver exception raised inside is re-raised as SQLAlchemy's ``DBAPIError`` wrapper
+    (``from`` the cause), so callers and :meth:`Database.run_transaction` see one kind of
+    database error and classify it like any statement's.
+    """
+    raw = conn.connection.dbapi_connection
+    assert raw is not None
+    dialect = conn.dialect
+    try:
+        yield raw
+    except database_errors() as exc:
+        if isinstance(exc, SQLAlchemyError):
+            raise
+        base = dialect.loaded_dbapi.Error
+        wrapped = DBAPIError.instance(
+            None,
+            None,
+            exc,
+            base,
+            connection_invalidated=isinstance(exc, base) and dialect.is_disconnect(exc, raw, None),
+            dialect=dialect,
+        )
+        raise wrapped from exc

@@ -35,7 +35,13 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .db import BEFORE_COMMIT, COPY_MIN_ROWS, copy_rows, driver_rows, raw_driver
+from .db import (
+    BEFORE_COMMIT,
+    COPY_MIN_ROWS,
+    copy_rows,
+    driver_rows,
+    executemany_all_or_none,
+)
 from .errors import error
 from .settings import load_settings, setting
 from .tables import retention_history
@@ -263,26 +269,12 @@ def _insert_roots(
 
 
 def _sqlite_fresh_roots(conn: Connection, root: str, addresses: list[str]) -> bool:
-    """SQLite: root fresh blobs with one ``executemany``; False (undone) unless all were new.
+    """SQLite: root fresh blobs by one ``executemany``; False (nothing written) unless all new.
 
-    One writer at a time, so the row count of ``INSERT ... ON CONFLICT DO NOTHING`` says
-    exactly whether every row was written (about 1.5x faster than ``RETURNING`` in lists).
+    See :func:`evstore.db.executemany_all_or_none`.
     """
-    with raw_driver(conn) as raw:
-        cur = raw.cursor()
-        try:
-            cur.execute("SAVEPOINT evstore_roots")
-            cur.executemany(
-                "INSERT INTO roots (name, address) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                [(root, a) for a in addresses],
-            )
-            done = cur.rowcount == len(addresses)
-            if not done:
-                cur.execute("ROLLBACK TO evstore_roots")
-            cur.execute("RELEASE evstore_roots")
-            return done
-        finally:
-            cur.close()
+    sql = "INSERT INTO roots (name, address) VALUES (?, ?) ON CONFLICT DO NOTHING"
+    return executemany_all_or_none(conn, sql, [(root, a) for a in addresses]) is True
 
 
 def _fresh_copy(

@@ -25,12 +25,10 @@ one query (:func:`fetch_subtrees`).
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import rfc8785
 from sqlalchemy.engine import Connection
 
 from . import merkle
@@ -65,9 +63,7 @@ ENTRY_VERSION = 1
 LOG_LOCK = 7403012513
 
 _HOOK = "log"
-_MAX_SAFE = 2**53 - 1
 _ENTRY_TYPES = ("int8", "varchar", "bytea")
-_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 _NODE_TYPES = ("int4", "int8", "bytea")
 _FIELDS = {"accepted_at", "address", "kind", "op", "root", "sha256", "size", "v"}
 
@@ -125,12 +121,7 @@ def entry_bytes(
         obj["kind"] = kind
     if root is not None:
         obj["root"] = root
-    if size > _MAX_SAFE or not all(v.isascii() for v in (kind or "", root or "", accepted_at)):
-        return rfc8785.dumps(obj)  # outside the plain case below: the reference encoder
-    # ASCII strings (hex digests, an RFC 3339 time, registry kind and root names) and one
-    # integer within 2**53: their RFC 8785 form is the C encoder's with sorted keys (as in
-    # evstore.canonical's fast path); parse_entry holds every stored entry to dumps().
-    return _ENCODER.encode(obj).encode()
+    return dumps(obj)  # the one canonical form (its C-encoder path: strings and an int)
 
 
 def parse_entry(data: bytes) -> dict[str, Any]:

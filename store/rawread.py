@@ -1,4 +1,4 @@
-"""One-statement reads on a pooled driver connection, for the hot paths of the HTTP server.
+"""One-statement reads on the thread's driver connection, for the hot paths of the HTTP server.
 
 A read transaction through SQLAlchemy costs far more than the point lookup it wraps (BEGIN,
 COMMIT and the store-file identity checks around both); one SELECT needs no explicit
@@ -23,33 +23,16 @@ FALLBACK: Any = object()
 def point_row(db: Database, sql: str, params: tuple[Any, ...]) -> Any:
     """The first row of ``sql`` (``?`` placeholders), None when there is none, or FALLBACK.
 
+    One statement on this thread's point-read connection (:meth:`Database.point_row`).
+
     Raises:
         StoreStateError: ``store.replaced`` (the SQLite file is not the one opened).
     """
     db.check_identity()
     if db.backend != "sqlite":
         sql = sql.replace("?", "%s")
-    errors = database_errors()
     try:
-        raw = db.engine.raw_connection()
-    except errors:
+        row = db.point_row(sql, params)
+    except database_errors():
         return FALLBACK
-    try:
-        driver = raw.driver_connection
-        pg = db.backend == "postgresql"
-        if pg:
-            driver.autocommit = True  # type: ignore[union-attr]
-        try:
-            cur = raw.cursor()
-            cur.execute(sql, params)
-            row = cur.fetchone()
-            cur.close()
-        finally:
-            if pg:
-                driver.autocommit = False  # type: ignore[union-attr]
-    except errors:
-        raw.invalidate()
-        return FALLBACK
-    finally:
-        raw.close()
     return None if row is None else tuple(row)
