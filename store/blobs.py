@@ -27,7 +27,7 @@ from .db import driver_rows, executemany_all_or_none, raw_driver
 from .digests import Digest, Hasher, digest_bytes
 from .errors import CorruptionError, NotFound
 from .leases import note_blobs
-from .log_entries import append_entry
+from .log_entries import append_entry, append_puts
 from .refs import ContentRef
 from .tables import blob_chunks, blobs
 
@@ -276,8 +276,10 @@ def _sqlite_insert_all_or_none(
     done = executemany_all_or_none(conn, _insert_sql("sqlite", table.name, cols), params)
     if done is None:
         return None
-    key_at = [cols.index(k) for k in keys]
-    return {tuple(p[i] for i in key_at) for p in params} if done else set()
+    if not done:
+        return set()
+    at = [cols.index(k) for k in keys]
+    return set(zip(*[[p[i] for p in params] for i in at], strict=True))  # tuples built in C
 
 
 def _row(r: Any) -> BlobRow:
@@ -570,12 +572,14 @@ def put_many(
     _settle_skipped(conn, rows, unlooked, written)
     note_blobs(conn, seen, fresh=written)
     results: list[PutResult] = []
+    logged: list[Digest] = []
     for i, dg in enumerate(digests):
         new = dg.blake3 in written
         written.discard(dg.blake3)  # only the first occurrence within items is new
         results.append(PutResult(dg, new))
         if new and (unlogged_from is None or i < unlogged_from):
-            append_entry(conn, op="put", address=dg.blake3, sha256=dg.sha256, size=dg.size)
+            logged.append(dg)
+    append_puts(conn, logged)
     return results
 
 

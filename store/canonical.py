@@ -37,7 +37,7 @@ import rfc8785
 
 from .errors import JSONFormError, join_pointer
 
-__all__ = ["MAX_DEPTH", "MAX_SAFE_INTEGER", "dumps", "loads", "loads_canonical"]
+__all__ = ["MAX_DEPTH", "MAX_SAFE_INTEGER", "dumps", "dumps_many", "loads", "loads_canonical"]
 
 #: Deepest nesting accepted: arrays and objects inside one another (the top level is depth 1).
 MAX_DEPTH = 128
@@ -391,6 +391,26 @@ def dumps(value: Any) -> bytes:
         _check_domain(value)  # raises the fault with its pointer
         raise AssertionError("fast and slow checks disagree") from None
     return _encode(value, simple)
+
+
+def dumps_many(values: list[Any]) -> list[bytes]:
+    """The RFC 8785 bytes of each of ``values``, as :func:`dumps` gives them one at a time.
+
+    One domain pass over the whole list instead of one per value (the log's entries, a
+    transaction's worth at a time); any value outside the fast path, or at fault, goes
+    through :func:`dumps` on its own, which raises with that value's pointer.
+
+    Raises:
+        As :func:`dumps`, for the first value at fault.
+    """
+    try:
+        simple = _scan(values, check_numbers=True)
+    except _Fault:
+        return [dumps(v) for v in values]
+    if not simple:
+        return [dumps(v) for v in values]
+    encode = _C_ENCODER.encode
+    return [encode(v).encode() for v in values]
 
 
 def _check_domain(value: Any) -> None:

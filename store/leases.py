@@ -196,7 +196,11 @@ class Pending:
             new = _insert_roots(conn, self.root, rooted, self.fresh)
             for hook in ROOTED_HOOKS if new else ():
                 hook(conn, self.root, new)
-        _extend(conn, self, sorted((self.blobs | self.artifacts) - self.leased))
+        if not self.artifacts and not self.leased:
+            leasing = rooted  # a put: the blobs, already sorted (100k: one sort less)
+        else:
+            leasing = sorted((self.blobs | self.artifacts) - self.leased)
+        _extend(conn, self, leasing)
         step("commit")
 
 

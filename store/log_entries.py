@@ -32,8 +32,9 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from . import merkle
-from .canonical import dumps, loads
+from .canonical import dumps, dumps_many, loads
 from .db import COPY_MIN_ROWS, commit_hook, copy_rows, driver_rows
+from .digests import Digest
 from .errors import error
 from .leases import HISTORY_HOOKS, ROOTED_HOOKS
 
@@ -43,6 +44,7 @@ __all__ = [
     "OPS",
     "append_entries",
     "append_entry",
+    "append_puts",
     "consistency_at",
     "entry_bytes",
     "fetch_subtrees",
@@ -107,6 +109,19 @@ def entry_bytes(
     Raises:
         ValueError: an unknown ``op``.
     """
+    return dumps(_entry(op, address, sha256, size, accepted_at, kind, root))
+
+
+def _entry(
+    op: str,
+    address: str,
+    sha256: str,
+    size: int,
+    accepted_at: str,
+    kind: str | None,
+    root: str | None,
+) -> dict[str, Any]:
+    """The entry object :func:`entry_bytes` encodes (raises ValueError for an unknown op)."""
     if op not in OPS:
         raise ValueError(f"unknown log operation {op!r}")
     obj: dict[str, Any] = {
@@ -121,7 +136,7 @@ def entry_bytes(
         obj["kind"] = kind
     if root is not None:
         obj["root"] = root
-    return dumps(obj)  # the one canonical form (its C-encoder path: strings and an int)
+    return obj
 
 
 def parse_entry(data: bytes) -> dict[str, Any]:
@@ -163,13 +178,10 @@ class _Pending:
         if not self.items:
             return
         now = iso_time(_dt.datetime.now(_dt.UTC))
-        append_entries(
-            conn,
-            [
-                (_hex(a), entry_bytes(op, a, s, n, now, kind=k, root=r))
-                for op, a, s, n, k, r in self.items
-            ],
-        )
+        # One canonical form for all entries, one domain pass (canonical.dumps_many).
+        objs = [_entry(op, a, s, n, now, k, r) for op, a, s, n, k, r in self.items]
+        datas = dumps_many(objs)
+        append_entries(conn, [(_hex(it[1]), d) for it, d in zip(self.items, datas, strict=True)])
 
 
 def append_entry(
@@ -205,6 +217,19 @@ def append_entry(
         raise ValueError(f"unknown log operation {op!r}")
     pending: _Pending = commit_hook(conn, _HOOK, _Pending)
     pending.items.append((op, address, sha256, int(size), kind, root))
+
+
+def append_puts(conn: Connection, digests: Sequence[Digest]) -> None:
+    """Record a ``put`` entry for each of ``digests`` (:func:`append_entry`, many at once).
+
+    Args:
+        conn: the open write transaction.
+        digests: the :class:`~evstore.digests.Digest` of each blob the transaction stored
+            new, in recording order.
+    """
+    if digests:
+        pending: _Pending = commit_hook(conn, _HOOK, _Pending)
+        pending.items.extend(("put", d.blake3, d.sha256, d.size, None, None) for d in digests)
 
 
 #: Retention history actions and the log operation each appends.

@@ -571,3 +571,46 @@ def test_a_cyclic_python_value_is_json_depth_not_a_hang():
         with pytest.raises(JSONFormError) as ei:
             canonical.dumps(value)
         assert ei.value.code == "json.depth"
+
+
+def _nested(depth: int) -> Any:
+    """``depth`` arrays, one inside the other."""
+    value: Any = 0
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [],
+        [{"a": "x", "n": 1}, {"b": 1.5}, "s", 7, None, True],
+        [{"a": 1e300}, {"b": "é\u2028"}, {"\U0001f600": 1}],  # off the C-encoder path
+        [{"k": 0.1}, {"k": 1e-7}],  # one plain float, one that is not
+        [_nested(MAX_DEPTH)],  # as deep as allowed: one level deeper inside the list
+    ],
+)
+def test_dumps_many_equals_dumps_one_at_a_time(values: list[Any]) -> None:
+    assert canonical.dumps_many(values) == [dumps(v) for v in values]
+
+
+@pytest.mark.parametrize(
+    ("values", "code", "pointer"),
+    [
+        ([{"a": 1}, {"b": [2**53]}], "json.int-range", "/b/0"),
+        ([{"a": float("nan")}], "json.non-finite", "/a"),
+        ([1, _nested(MAX_DEPTH + 1)], "json.depth", None),
+    ],
+)
+def test_dumps_many_raises_what_dumps_raises_for_the_value(
+    values: list[Any], code: str, pointer: str | None
+) -> None:
+    with pytest.raises(JSONFormError) as many:
+        canonical.dumps_many(values)
+    with pytest.raises(JSONFormError) as one:
+        dumps(values[-1])
+    assert many.value.code == one.value.code == code
+    assert many.value.pointer == one.value.pointer
+    if pointer is not None:
+        assert many.value.pointer == pointer
