@@ -15,10 +15,16 @@ ingest  ``store.ingest`` of 1,000 new small JSON documents (kind ``json``, one c
 get     2,000 ``store.get("blake3:...")`` of seeded random stored addresses (after 200
         warm-up gets)
 
+Each operation alternates with its raw ceiling on the same store (bench/core.py's, fair:
+the same rows, bookkeeping included): ``put`` raw is hashing plus one ``executemany``/COPY of
+the blob rows and their leases, roots and log rows; ``ingest`` raw adds ``json.loads``,
+``rfc8785.dumps`` and the ``artifacts`` rows; ``get`` raw is the driver's point lookup plus
+BLAKE3 of the bytes. The ceiling's own growth says how much of ours is the database's.
+
 The result is the cost per object at each size (microseconds) and the ratio of the largest
-size's cost to the smallest's. Target (issue 16): <= 1.5 at 1M vs 10k on SQLite, 100k vs 10k
-on PostgreSQL. The script measures and prints; it never asserts. A JSON result goes to
-bench/results/ (gitignored).
+size's cost to the smallest's, for ours and for the ceiling. Target (issue 16): ours <= 1.5
+at 1M vs 10k on SQLite, 100k vs 10k on PostgreSQL. The script measures and prints; it never
+asserts. A JSON result goes to bench/results/ (gitignored).
 """
 
 from __future__ import annotations
@@ -34,12 +40,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import blake3  # noqa: E402
+import core as _core  # noqa: E402  (its raw ceilings: _raw_insert_blobs, _row, _raw_json_rows)
 from _common import (  # noqa: E402
     RESULTS_DIR,
     Meter,
     fresh_store,
     machine_info,
     median,
+    raw_pg,
+    raw_sqlite,
     store_backend_pid,
 )
 
@@ -57,7 +67,7 @@ def _blobs(rng: random.Random, n: int) -> list[bytes]:
     return [rng.randbytes(1024) for _ in range(n)]
 
 
-def _docs(rng: random.Random, n: int) -> list[evstore.Document]:
+def _docs(rng: random.Random, n: int) -> list[bytes]:
     out = []
     for i in range(n):
         doc = {
@@ -66,8 +76,36 @@ def _docs(rng: random.Random, n: int) -> list[evstore.Document]:
             "values": [rng.random() for _ in range(4)],
             "tags": ["a", "b", str(i)],
         }
-        out.append(evstore.Document(json.dumps(doc).encode(), kind="json"))
+        out.append(json.dumps(doc).encode())
     return out
+
+
+def _raw_get(fs: Any) -> tuple[Any, Any]:
+    """``(get(address) -> bytes, close)``: the driver's point lookup plus BLAKE3 (core (d))."""
+    if fs.backend == "sqlite":
+        conn = raw_sqlite(fs.sqlite_path)
+        sql, cur = "SELECT data FROM blobs WHERE address = ?", conn
+    else:
+        conn = raw_pg(fs.pg_conninfo, autocommit=True)
+        sql, cur = "SELECT data FROM blobs WHERE address = %s", conn.cursor()
+
+    def get(address: str) -> bytes:
+        # fetchall: the statement runs to its end, so no read snapshot stays open (one left
+        # open would keep every checkpoint from resetting the WAL of the whole run).
+        data = bytes(cur.execute(sql, (address,)).fetchall()[0][0])
+        if blake3.blake3(data).hexdigest() != address:
+            raise RuntimeError("raw read mismatch")
+        return data
+
+    return get, conn.close
+
+
+def _time(fn: Any, pid: int | None) -> tuple[float, float]:
+    """``(wall s, CPU s)`` of ``fn()``; a ceiling that meters itself returns its own pair
+    (bench/core.py's ``_raw_insert_blobs``, opening its connection outside the meter)."""
+    with Meter(pid) as m:
+        own = fn()
+    return own if isinstance(own, tuple) else (m.wall, m.cpu)
 
 
 def measure_size(backend: str, n: int, repeats: int, seed: int) -> dict[str, Any]:
@@ -84,36 +122,67 @@ def measure_size(backend: str, n: int, repeats: int, seed: int) -> dict[str, Any
             fill_s = time.perf_counter() - t0
             pid = store_backend_pid(store)
             out: dict[str, Any] = {"n": n, "fill_s": fill_s}
-            for op in ("put", "ingest", "get"):
-                walls, cpus = [], []
-                for _ in range(repeats):
-                    if op == "put":
-                        items: Any = _blobs(rng, PUT_N)
-                        with Meter(pid) as m:
-                            store.put_many(items)
-                        count = PUT_N
-                    elif op == "ingest":
-                        items = _docs(rng, INGEST_N)
-                        with Meter(pid) as m:
-                            store.ingest(items)
-                        count = INGEST_N
-                    else:
-                        refs = ["blake3:" + rng.choice(addresses) for _ in range(GET_N + WARM)]
-                        for ref in refs[:WARM]:
-                            store.get(ref)
-                        with Meter(pid) as m:
-                            for ref in refs[WARM:]:
-                                store.get(ref)
-                        count = GET_N
-                    walls.append(m.wall / count * 1e6)
-                    cpus.append(m.cpu / count * 1e6)
-                out[f"{op}_us"] = walls
-                out[f"{op}_cpu_us"] = cpus
-                out[f"{op}_us_median"] = median(walls)
-                out[f"{op}_cpu_us_median"] = median(cpus)
+            raw_get, raw_close = _raw_get(fs)
+            try:
+                for op in ("put", "ingest", "get"):
+                    timed: dict[str, list[tuple[float, float]]] = {"": [], "_raw": []}
+                    for rep in range(repeats):
+                        ours, raw, count = _operation(op, store, fs, rng, addresses, raw_get)
+                        pair = [("", ours), ("_raw", raw)]
+                        for side, fn in pair if rep % 2 == 0 else pair[::-1]:
+                            timed[side].append(_time(fn, pid if side == "" else None))
+                    for side, runs in timed.items():
+                        walls = [w / count * 1e6 for w, _ in runs]
+                        cpus = [c / count * 1e6 for _, c in runs]
+                        out[f"{op}{side}_us"], out[f"{op}{side}_cpu_us"] = walls, cpus
+                        out[f"{op}{side}_us_median"] = median(walls)
+                        out[f"{op}{side}_cpu_us_median"] = median(cpus)
+            finally:
+                raw_close()
             return out
         finally:
             store.close()
+
+
+def _operation(
+    op: str, store: Any, fs: Any, rng: random.Random, addresses: list[str], raw_get: Any
+) -> tuple[Any, Any, int]:
+    """``(ours, raw ceiling, objects)`` for one repeat of ``op``: two callables, new inputs each.
+
+    The raw ceiling's CPU is this process only: on PostgreSQL its COPY's server work is not
+    metered (its connection is not the store's), so there its CPU figure is a lower bound.
+    """
+    if op == "put":
+        mine, theirs = _blobs(rng, PUT_N), _blobs(rng, PUT_N)
+        return (
+            lambda: store.put_many(mine),
+            lambda: _core._raw_insert_blobs(fs, lambda: [_core._row(d) for d in theirs]),
+            PUT_N,
+        )
+    if op == "ingest":
+        docs, raw_docs = _docs(rng, INGEST_N), _docs(rng, INGEST_N)
+        return (
+            lambda: store.ingest([evstore.Document(d, kind="json") for d in docs]),
+            lambda: _core._raw_insert_blobs(
+                fs, lambda: _core._raw_json_rows(raw_docs), with_artifacts=True
+            ),
+            INGEST_N,
+        )
+    picks = [rng.choice(addresses) for _ in range(GET_N + WARM)]
+    for a in picks[:WARM]:
+        store.get("blake3:" + a)
+        raw_get(a)
+    refs = ["blake3:" + a for a in picks[WARM:]]
+
+    def ours() -> None:
+        for ref in refs:
+            store.get(ref)
+
+    def raw() -> None:
+        for a in picks[WARM:]:
+            raw_get(a)
+
+    return ours, raw, GET_N
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,14 +215,23 @@ def main(argv: list[str] | None = None) -> int:
             for op in ("put", "ingest", "get")
         )
         lines.append(f"{r['n']:>10,d}  {cells}")
-    for op in ("put", "ingest", "get"):
-        wall = large[f"{op}_us_median"] / small[f"{op}_us_median"]
-        cpu = large[f"{op}_cpu_us_median"] / small[f"{op}_cpu_us_median"]
-        result[f"{op}_ratio"], result[f"{op}_cpu_ratio"] = wall, cpu
-        lines.append(
-            f"{op:6s} {large['n']:,d} vs {small['n']:,d}: {wall:.2f}x (CPU {cpu:.2f}x)"
-            f"{'' if cpu <= TARGET else '  (above target)'}"
+    lines.append("raw ceiling, same stores:")
+    for r in runs:
+        cells = "".join(
+            f"{r[f'{op}_raw_us_median']:>12.1f} [{r[f'{op}_raw_cpu_us_median']:>7.1f}]"
+            for op in ("put", "ingest", "get")
         )
+        lines.append(f"{r['n']:>10,d}  {cells}")
+    for op in ("put", "ingest", "get"):
+        for side, label in (("", "ours"), ("_raw", "raw ")):
+            wall = large[f"{op}{side}_us_median"] / small[f"{op}{side}_us_median"]
+            cpu = large[f"{op}{side}_cpu_us_median"] / small[f"{op}{side}_cpu_us_median"]
+            result[f"{op}{side}_ratio"], result[f"{op}{side}_cpu_ratio"] = wall, cpu
+            mark = "" if side or cpu <= TARGET else "  (above target)"
+            lines.append(
+                f"{op:6s} {label} {large['n']:,d} vs {small['n']:,d}: {wall:.2f}x"
+                f" (CPU {cpu:.2f}x){mark}"
+            )
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     path = RESULTS_DIR / f"scaling-{args.backend}-{stamp}.json"
