@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .db import driver_rows, executemany_all_or_none, raw_driver
+from .db import copy_rows, driver_rows, executemany_all_or_none
 from .digests import Digest, Hasher, digest_bytes
 from .errors import CorruptionError, NotFound
 from .leases import note_blobs
@@ -609,6 +609,10 @@ def _settle_skipped(
         stored = [a for a in gone if a not in written]
 
 
+_BLOB_COLUMNS = ("address", "sha256", "size", "data", "chunk_set")
+_BLOB_TYPES = ("varchar", "varchar", "int8", "bytea", "int8")
+
+
 def _copy_blobs(conn: Connection, rows: list[dict[str, Any]]) -> set[str]:
     """PostgreSQL bulk path: binary COPY straight into ``blobs`` inside a savepoint.
 
@@ -616,45 +620,41 @@ def _copy_blobs(conn: Connection, rows: list[dict[str, Any]]) -> set[str]:
     blobs since we looked: on a unique-key violation the savepoint is rolled back and the rows
     go through a staging table and ``INSERT ... ON CONFLICT DO NOTHING`` instead.
 
-    The raw cursor runs inside :func:`evstore.db.raw_driver`: any other driver error
-    (deadlock, lock or statement timeout, lost connection) leaves as SQLAlchemy's wrapper of
-    it, which the transaction's error boundary classifies, retries or translates like any
-    statement's (:meth:`evstore.db.Database.run_transaction`).
+    Both COPYs go through :func:`evstore.db.copy_rows`: any other driver error (deadlock,
+    lock or statement timeout, lost connection) leaves as SQLAlchemy's wrapper of it, which
+    the transaction's error boundary classifies, retries or translates like any statement's
+    (:meth:`evstore.db.Database.run_transaction`).
 
     Returns:
         The addresses this call inserted (all of them when the direct COPY succeeded).
     """
     import psycopg
 
-    columns = "address, sha256, size, data, chunk_set"
-    types = ["varchar", "varchar", "int8", "bytea", "int8"]
-
-    def copy_into(cur: Any, table: str) -> None:
-        with cur.copy(f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
-            copy.set_types(types)
-            for r in rows:
-                copy.write_row((r["address"], r["sha256"], r["size"], r["data"], r["chunk_set"]))
-
-    with raw_driver(conn) as raw:
-        try:
-            with conn.begin_nested(), raw.cursor() as cur:
-                copy_into(cur, "blobs")
-            return {r["address"] for r in rows}
-        except psycopg.errors.UniqueViolation:
-            pass
-        with raw.cursor() as cur:
-            cur.execute(
-                "CREATE TEMP TABLE IF NOT EXISTS evstore_blob_stage (address varchar(64),"
-                " sha256 varchar(64), size bigint, data bytea, chunk_set bigint)"
-                " ON COMMIT DELETE ROWS"
-            )
-            copy_into(cur, "evstore_blob_stage")
-            cur.execute(
-                f"INSERT INTO blobs ({columns}) SELECT {columns} FROM evstore_blob_stage "
-                "ORDER BY address ON CONFLICT DO NOTHING RETURNING address"
-            )
-            written = {r[0] for r in cur.fetchall()}
-            cur.execute("DELETE FROM evstore_blob_stage")
+    tuples = [tuple(r[c] for c in _BLOB_COLUMNS) for r in rows]
+    try:
+        with conn.begin_nested():
+            copy_rows(conn, "blobs", _BLOB_COLUMNS, _BLOB_TYPES, tuples)
+        return {r["address"] for r in rows}
+    except sa.exc.IntegrityError as exc:
+        if not isinstance(exc.orig, psycopg.errors.UniqueViolation):
+            raise
+    driver_rows(
+        conn,
+        "CREATE TEMP TABLE IF NOT EXISTS evstore_blob_stage (address varchar(64),"
+        " sha256 varchar(64), size bigint, data bytea, chunk_set bigint)"
+        " ON COMMIT DELETE ROWS",
+    )
+    copy_rows(conn, "evstore_blob_stage", _BLOB_COLUMNS, _BLOB_TYPES, tuples)
+    columns = ", ".join(_BLOB_COLUMNS)
+    written = {
+        r[0]
+        for r in driver_rows(
+            conn,
+            f"INSERT INTO blobs ({columns}) SELECT {columns} FROM evstore_blob_stage"
+            " ORDER BY address ON CONFLICT DO NOTHING RETURNING address",
+        )
+    }
+    driver_rows(conn, "DELETE FROM evstore_blob_stage")
     return written
 
 
