@@ -158,7 +158,8 @@ def gc(ctx: Ctx, dry_run: bool, vacuum: bool, batch: int) -> None:
     type=float,
     default=None,
     metavar="FRACTION",
-    help="Audit only this fraction (0 < FRACTION <= 1) of the root entries.",
+    help="Audit only this fraction (0 < FRACTION <= 1) of the root entries (at least one"
+    " entry of each root).",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample.")
 @click.option(

@@ -14,7 +14,8 @@ For every root entry in scope (all roots, or the ones named), over one consisten
 
 An object shared by several closures is verified once per run; its faults count for every
 root that reaches it. ``sample`` audits a seeded, reproducible fraction of the root entries
-(each entry's whole closure); ``since`` skips objects a check or audit verified at or after
+(each entry's whole closure; at least one entry of every root in scope, so a sample never
+passes having checked nothing); ``since`` skips objects a check or audit verified at or after
 that time (table ``verified``, revision 0004), and objects found clean are recorded there.
 Every run is recorded in table ``audits`` (time, scope, verdict, per-root verdicts, faults).
 """
@@ -59,7 +60,8 @@ class AuditOptions:
     Attributes:
         roots: root names (empty: every root).
         sample: audit only this fraction (0 < sample <= 1) of the root entries, chosen by a
-            hash of (seed, address): the same seed and store give the same entries.
+            hash of (seed, address): the same seed and store give the same entries; at least
+            one entry of each root in scope.
         seed: the sample's seed.
         since: skip objects verified at or after this time (an aware datetime, ISO 8601 text,
             or an age such as ``"24h"``; see evstore.check.parse_since).
@@ -146,11 +148,23 @@ class AuditRun:
         return ET.tostring(top, encoding="unicode", xml_declaration=True)
 
 
-def _sampled(seed: int, address: str, fraction: float | None) -> bool:
-    if fraction is None or fraction >= 1:
-        return True
-    h = hashlib.sha256(f"{seed}:{address}".encode()).digest()
-    return int.from_bytes(h[:8], "big") < fraction * 2**64
+def _sample_key(seed: int, address: str) -> int:
+    """A uniform 64-bit draw for ``address`` under ``seed`` (the first 8 bytes of a SHA-256)."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{address}".encode()).digest()[:8], "big")
+
+
+def _sample(seed: int, addresses: list[str], fraction: float | None) -> list[str]:
+    """The entries of one root that a ``fraction`` sample audits (all without a fraction).
+
+    An entry is in when its draw is below ``fraction`` of the range; a root that holds
+    entries never gets an empty sample (its audit would pass having checked nothing): when
+    no draw falls below, the entry with the lowest draw is audited. Same seed, same sample.
+    """
+    if fraction is None or fraction >= 1 or not addresses:
+        return addresses
+    keyed = [(_sample_key(seed, a), a) for a in addresses]
+    picked = [a for k, a in keyed if k < fraction * 2**64]
+    return picked or [min(keyed)[1]]
 
 
 def _entries(conn: Connection, names: Sequence[str], now: _dt.datetime) -> dict[str, list[str]]:
@@ -409,10 +423,7 @@ def run_audit(db: Database, options: AuditOptions, progress: Progress | None = N
             raise error(
                 "not-found.root", f"no root named {empty[0]!r} holds anything", root=empty[0]
             )
-        picked = {
-            n: [a for a in addrs if _sampled(options.seed, a, options.sample)]
-            for n, addrs in scope.items()
-        }
+        picked = {n: _sample(options.seed, addrs, options.sample) for n, addrs in scope.items()}
         total = sum(len(v) for v in picked.values())
         auditor = _Auditor(conn, since)
         done = 0
