@@ -250,6 +250,7 @@ class Source:
     where: str
     files: dict[str, int] = field(default_factory=dict)
     faults: list[EvstoreError] = field(default_factory=list)
+    dirs: set[str] = field(default_factory=set)
     _tar: tarfile.TarFile | None = None
     _members: dict[str, tarfile.TarInfo] = field(default_factory=dict)
 
@@ -356,6 +357,7 @@ def _list_tar(src: Source, limits: Limits) -> None:
                         "archive.duplicate-entry", "the archive holds this entry twice", name
                     )
                 seen.add(name)
+                src.dirs.add(name)
                 continue
             if not member.isreg():
                 src._fault("archive.special-file", "only regular files are accepted", name)
@@ -398,7 +400,7 @@ def _list_dir(src: Source, limits: Limits) -> None:
                 if entry in dirs:
                     dirs.remove(entry)
             elif stat.S_ISDIR(st.st_mode):
-                continue
+                src.dirs.add(name)
             elif not stat.S_ISREG(st.st_mode):
                 src._fault("archive.special-file", "only regular files are accepted", name)
             elif st.st_nlink > 1:

@@ -5,8 +5,11 @@
 file, the place (``pointer``):
 
 1. the entries themselves (links, unsafe paths, duplicates, bombs: store/archive_layout.py);
-2. ``oci-layout`` and ``index.json`` present and well formed, nothing else beside ``blobs/``,
-   and every blob named by a 64-hex SHA-256 (``archive.layout``);
+2. ``oci-layout`` and ``index.json`` present and well formed, nothing else beside ``blobs/``
+   (no other file or directory, empty ones included), every blob named by a 64-hex SHA-256,
+   no manifest listed twice in an index (``archive.layout``), and every JSON file of the
+   layout (``oci-layout``, indexes, manifests) in its canonical form
+   (``archive.not-canonical``);
 3. every blob's SHA-256 equals its name (``archive.digest-mismatch``);
 4. every descriptor (index entry, config, member) names a present blob
    (``archive.missing-blob``) of the declared size (``archive.size-mismatch``), and each
@@ -177,12 +180,34 @@ class _Run:
                 limit=self.limits.max_json,
             )
             return None
+        return self.json_bytes(self.src.read(name), name)
+
+    def json_bytes(self, data: bytes, name: str) -> Any:
+        """``data`` (the file ``name``) parsed strictly, or None; not canonical: a fault.
+
+        Every JSON file of an archive is written in its RFC 8785 form (docs/archive.md): any
+        other spelling (``753.0`` for a size, spaces, another member order) is refused with
+        ``archive.not-canonical``, though its value is still checked.
+        """
         try:
-            return loads(self.src.read(name))
+            value, canonical = loads_canonical(data)
         except EvstoreError as err:
             err.path = name
             self.out.faults.append(err)
             return None
+        if canonical != data:
+            self.fault("archive.not-canonical", f"{name} is not in its canonical form", name)
+        return value
+
+    def stray_dirs(self) -> None:
+        """Fault every directory but ``blobs`` and ``blobs/sha256`` (empty ones included)."""
+        allowed = {BLOB_DIR.rstrip("/"), BLOB_DIR.split("/", 1)[0]}
+        for name in sorted(self.src.dirs - allowed):
+            self.fault(
+                "archive.layout",
+                f"unexpected directory {name} (only blobs/sha256/ holds the blobs)",
+                name,
+            )
 
     def hash_blobs(self) -> None:
         for name in sorted(self.src.files):
@@ -364,11 +389,8 @@ def _manifest(run: _Run, entry: dict[str, Any], hexpart: str, pointer: str) -> N
     if run.out.digests[hexpart].size > run.limits.max_json:
         run.fault("archive.too-large", "the manifest is over the JSON size limit", path)
         return
-    try:
-        doc = loads(run.src.read(path))
-    except EvstoreError as err:
-        err.path = path
-        run.out.faults.append(err)
+    doc = run.json_bytes(run.src.read(path), path)
+    if doc is None:
         return
     if not isinstance(doc, dict) or doc.get("schemaVersion") != 2:
         run.fault("archive.layout", "a manifest is not an OCI image manifest", path)
@@ -428,11 +450,16 @@ def _index(run: _Run, doc: Any, path: str, seen: set[str]) -> None:
     if not isinstance(entries, list) or doc.get("schemaVersion") != 2:
         run.fault("archive.layout", "not an OCI image index (schemaVersion 2, manifests)", path)
         return
+    listed: set[str] = set()
     for i, entry in enumerate(entries):
         pointer = f"/manifests/{i}"
         hexpart = run.descriptor(entry, path, pointer)
         if hexpart is None:
             continue
+        if hexpart in listed:
+            run.fault("archive.layout", f"the index lists sha256:{hexpart} twice", path, pointer)
+            continue
+        listed.add(hexpart)
         media = entry["mediaType"]
         if media == INDEX_MEDIA_TYPE:
             if hexpart in seen:
@@ -561,6 +588,7 @@ def verify_source(src: Source, limits: Limits | None = None, key: str | None = N
     layout = run.json_file(LAYOUT_FILE)
     if layout is not None and layout != {"imageLayoutVersion": LAYOUT_VERSION}:
         run.fault("archive.layout", f"oci-layout must say version {LAYOUT_VERSION}", LAYOUT_FILE)
+    run.stray_dirs()
     run.hash_blobs()
     index = run.json_file(INDEX_FILE)
     if index is not None:

@@ -327,6 +327,23 @@ def _layout_case(case: str, layout: Layout) -> None:
     i = layout.find("run")
     doc = layout.manifest(i)
     layers = doc["layers"]
+    if case == "stray-empty-dir":
+        (layout.root / "blobs" / "sha512").mkdir()
+        return
+    if case == "dir-named-like-a-blob":
+        layout.blob("a" * 64).mkdir()
+        return
+    if case == "manifest-listed-twice":
+        layout.index["manifests"].append(layout.index["manifests"][i])
+        (layout.root / "index.json").write_bytes(dumps(layout.index))
+        return
+    if case == "size-as-float":  # the same value, spelled 748.0: not the canonical form
+        text = dumps(layout.index).decode()
+        size = layout.index["manifests"][i]["size"]
+        assert f'"size":{size}}}' in text
+        text = text.replace(f'"size":{size}}}', f'"size":{size}.0}}', 1)
+        (layout.root / "index.json").write_text(text)
+        return
     if case == "missing-blob":
         layout.blob(layers[-1]["digest"][7:]).unlink()
         return
@@ -356,6 +373,10 @@ def _layout_case(case: str, layout: Layout) -> None:
 
 
 HOSTILE_LAYOUT = {
+    "stray-empty-dir": "archive.layout",
+    "dir-named-like-a-blob": "archive.layout",
+    "manifest-listed-twice": "archive.layout",
+    "size-as-float": "archive.not-canonical",
     "missing-blob": "archive.missing-blob",
     "size": "archive.size-mismatch",
     "address": "archive.address-mismatch",
