@@ -57,8 +57,8 @@ def root_option(fn: Any) -> Any:
     "--until",
     default=None,
     metavar="TIME",
-    help="Hold them until TIME (ISO 8601, UTC unless an offset is given, or from now: 30d,"
-    " 12h); default: until released.",
+    help="Hold them until TIME, later than now (ISO 8601, UTC unless an offset is given, or"
+    " from now: 30d, 12h); default: until released.",
 )
 @pass_ctx
 def retain(ctx: Ctx, refs: tuple[str, ...], root: str, until: str | None) -> None:

@@ -34,29 +34,32 @@ from .tables import retention_history, roots
 
 __all__ = ["RetentionOps", "parse_until"]
 
-_AHEAD = re.compile(r"^\+?(\d+)\s*([smhdw])$")
+_AHEAD = re.compile(r"^\+?([0-9]+)\s*([smhdw])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def parse_until(value: _dt.datetime | str, now: _dt.datetime) -> _dt.datetime:
     """A root's ``until``: an aware datetime, ISO 8601 text (UTC when no offset), or a time
-    from ``now`` such as ``"30d"`` / ``"+12h"`` (s, m, h, d, w).
+    from ``now`` such as ``"30d"`` / ``"+12h"`` (s, m, h, d, w); ASCII digits only, and
+    after ``now`` (a hold that has already ended would protect nothing).
 
     Raises:
-        InputError: ``input.invalid``.
+        InputError: ``input.invalid`` (not a time, too far ahead, or not after ``now``).
     """  # noqa: D205
     if isinstance(value, _dt.datetime):
-        when = value
+        when, text = value, value.isoformat()
     else:
         text = str(value).strip()
         ahead = _AHEAD.match(text)
-        if ahead:
-            try:
-                return now + _dt.timedelta(seconds=int(ahead.group(1)) * _UNIT_S[ahead.group(2)])
-            except OverflowError:
-                raise error("input.invalid", f"--until {text!r} is too far ahead") from None
         try:
-            when = _dt.datetime.fromisoformat(text)
+            if ahead:
+                when = now + _dt.timedelta(seconds=int(ahead.group(1)) * _UNIT_S[ahead.group(2)])
+            elif text.isascii():
+                when = _dt.datetime.fromisoformat(text)
+            else:
+                raise ValueError("not ASCII")
+        except OverflowError:
+            raise error("input.invalid", f"--until {text!r} is too far ahead") from None
         except ValueError:
             raise error(
                 "input.invalid",
@@ -65,7 +68,14 @@ def parse_until(value: _dt.datetime | str, now: _dt.datetime) -> _dt.datetime:
             ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=_dt.UTC)
-    return when.astimezone(_dt.UTC)
+    when = when.astimezone(_dt.UTC)
+    if when <= now:
+        raise error(
+            "input.invalid",
+            f"--until {text!r} is not after now ({now.astimezone(_dt.UTC).isoformat()}):"
+            " release the entries instead",
+        )
+    return when
 
 
 def _iso(t: Any) -> str | None:

@@ -167,6 +167,19 @@ def test_retain_again_changes_until_and_explicit_time_is_accepted(s):
     [
         (lambda st, a: st.retention.retain([a], "bad name"), "root.name"),
         (lambda st, a: st.retention.retain([a], "r", until="soonish"), "input.invalid"),
+        (lambda st, a: st.retention.retain([a], "r", until="\u0663d"), "input.invalid"),
+        (lambda st, a: st.retention.retain([a], "r", until="\u0662027-01-01"), "input.invalid"),
+        (
+            lambda st, a: st.retention.retain([a], "r", until="2000-01-01T00:00:00Z"),
+            "input.invalid",
+        ),
+        (lambda st, a: st.retention.retain([a], "r", until="0s"), "input.invalid"),
+        (
+            lambda st, a: st.retention.retain(
+                [a], "r", until=dt.datetime(2001, 1, 1, tzinfo=dt.UTC)
+            ),
+            "input.invalid",
+        ),
         (lambda st, a: st.retention.retain([], "r"), "input.invalid"),
         (lambda st, a: st.retention.retain(["blake3:" + "1" * 64], "r"), "not-found.blob"),
         (lambda st, a: st.retention.retain(["nonsense"], "r"), "ref.syntax"),
