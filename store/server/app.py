@@ -16,12 +16,12 @@ import contextlib
 import importlib
 import logging
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any
+from typing import Any, get_origin
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -102,9 +102,42 @@ def _check_names(stores: Mapping[str | None, str]) -> None:
             )
 
 
+def _query_params(dependant: Any) -> Iterator[Any]:
+    yield from dependant.query_params
+    for sub in dependant.dependencies:
+        yield from _query_params(sub)
+
+
+def single_valued(request: Request) -> None:
+    """Refuse what would otherwise be read one way silently: a repeated scalar parameter.
+
+    ``?limit=1&limit=2`` (FastAPI would take the last) and two ``Authorization`` headers
+    (the first would count) are ``http.request`` (400), with the parameter's name; a
+    parameter the route takes as a list (``range``) may repeat.
+
+    Raises:
+        InputError: ``http.request``.
+    """
+    if len(request.headers.getlist("authorization")) > 1:
+        raise error("http.request", "the request has more than one Authorization header")
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    if dependant is None:
+        return
+    for param in _query_params(dependant):
+        if get_origin(param.field_info.annotation) in (list, tuple, set):
+            continue
+        if len(request.query_params.getlist(param.alias)) > 1:
+            raise error(
+                "http.request",
+                f"the query parameter {param.alias!r} is given more than once",
+                parameter=param.alias,
+            )
+
+
 def _store_app(one: Served) -> FastAPI:
     """The FastAPI app of one store: its routers, its error handlers, its OpenAPI document."""
     app = FastAPI(
+        dependencies=[Depends(single_valued)],
         title="evstore" if one.name is None else f"evstore: {one.name}",
         version=_version(),
         summary="evstore HTTP API v1 (docs/http.md)",

@@ -299,3 +299,25 @@ def test_limits_in_process_and_503_when_busy(store_url):
             assert c.get("/v1").status_code == 200
     finally:
         server.stop()
+
+
+def test_a_repeated_scalar_parameter_or_authorization_header_is_refused(served):
+    """Read one way silently, each would be ambiguous: 400 http.request, naming it."""
+    with served.client() as c:
+        c.put("/v1/objects", content=b"one")
+        assert c.get("/v1/ls", params={"limit": "1"}).status_code == 200
+        r = c.get("/v1/ls", params=[("limit", "1"), ("limit", "2")])
+        assert r.status_code == 400 and _code(r) == "http.request"
+        assert r.json()["details"]["parameter"] == "limit"
+        # A parameter the route takes as a list may repeat (the excerpt's cited ranges).
+        r = c.get(
+            "/v1/contexts/blake3:" + "0" * 64 + "/excerpt",
+            params=[("range", "1:1"), ("range", "2:2")],
+        )
+        assert r.status_code == 404 and _code(r) != "http.request"
+    admin = served.tokens["admin"]
+    with httpx.Client(base_url=served.base, timeout=30) as c:
+        twice = [("Authorization", f"Bearer {admin}"), ("Authorization", f"Bearer {admin}")]
+        r = c.get("/v1/ls", headers=httpx.Headers(twice))
+        assert r.status_code == 400 and _code(r) == "http.request"
+        assert c.get("/v1/ls", headers={"Authorization": f"Bearer {admin}"}).is_success
