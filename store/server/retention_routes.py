@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from .. import error
 from .app import Served
 from .auth import actor, admin, ingester, reader
-from .wire import OBJECT_RESPONSES, json_body, refs_list
+from .wire import OBJECT_RESPONSES, json_body, known_members, refs_list
 
 __all__ = ["router"]
 
@@ -37,10 +37,7 @@ def _body(schema: dict[str, Any]) -> dict[str, Any]:
 def _object(body: Any, allowed: set[str]) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise error("http.request", "the body is a JSON object", "")
-    for key in body:
-        if key not in allowed:
-            raise error("http.request", f"unknown member {key!r}", "/" + key.replace("~", "~0"))
-    return body
+    return known_members(body, allowed)
 
 
 @router.get("/v1/roots", summary="Every root (evstore roots --json)", responses=OBJECT_RESPONSES)

@@ -14,7 +14,7 @@ from .. import list_tokens as _list_tokens
 from .. import revoke_token as _revoke_token
 from .app import Served
 from .auth import admin
-from .wire import OBJECT_RESPONSES, json_body
+from .wire import OBJECT_RESPONSES, json_body, known_members
 
 __all__ = ["router"]
 
@@ -46,6 +46,7 @@ def list_tokens(one: Served = Depends(admin)) -> dict[str, Any]:  # noqa: B008
                             "scope": {"enum": ["read", "ingest", "admin"]},
                             "name": {"type": "string"},
                         },
+                        "additionalProperties": False,
                     }
                 }
             },
@@ -57,6 +58,7 @@ async def create_token(request: Request, one: Served = Depends(admin)) -> Respon
     body = await json_body(request)
     if not isinstance(body, dict) or not isinstance(body.get("scope"), str):
         raise error("http.request", 'the body is {"scope": S, "name": LABEL}', "/scope")
+    known_members(body, {"scope", "name"})
     name = body.get("name", "")
     if not isinstance(name, str):
         raise error("http.request", "name is a string", "/name")

@@ -13,8 +13,16 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from .. import error, loads
+from ..errors import join_pointer
 
-__all__ = ["OBJECT_RESPONSES", "PROBLEM_SCHEMA", "json_body", "problem_responses", "refs_list"]
+__all__ = [
+    "OBJECT_RESPONSES",
+    "PROBLEM_SCHEMA",
+    "json_body",
+    "known_members",
+    "problem_responses",
+    "refs_list",
+]
 
 #: The JSON Schema of a problem+json body (RFC 9457 members and evstore's).
 PROBLEM_SCHEMA: dict[str, Any] = {
@@ -87,3 +95,24 @@ def refs_list(body: Any, limit: int) -> list[str]:
         if not isinstance(r, str):
             raise error("http.request", "a ref is a string", f"/refs/{i}")
     return list(refs)
+
+
+def known_members(obj: Any, allowed: set[str] | frozenset[str], at: str = "") -> dict[str, Any]:
+    """``obj`` when it is a JSON object whose members are all in ``allowed``.
+
+    A body's nested objects are held to their members as strictly as the body itself: an
+    unknown member (a misspelt option) is refused, never ignored.
+
+    Raises:
+        InputError: ``http.request`` with the JSON Pointer of ``obj`` (not an object) or of
+            its first unknown member.
+    """
+    if not isinstance(obj, dict):
+        raise error("http.request", "a JSON object is needed here", at)
+    for key in obj:
+        if key not in allowed:
+            known = ", ".join(sorted(allowed))
+            raise error(
+                "http.request", f"unknown member {key!r} (known: {known})", join_pointer(at, key)
+            )
+    return obj

@@ -31,7 +31,7 @@ from .app import Served
 from .auth import actor, ingester, reader
 from .bundles import receive_tar, unpack_bundle
 from .problems import problem
-from .wire import OBJECT_RESPONSES, json_body
+from .wire import OBJECT_RESPONSES, json_body, known_members
 
 __all__ = ["INGEST_SCHEMA", "body_root", "ingest_inputs", "rooted", "router"]
 
@@ -55,6 +55,7 @@ INGEST_SCHEMA: dict[str, Any] = {
                     "kind": {"type": ["string", "null"]},
                     "document": {},
                 },
+                "additionalProperties": False,
             },
         },
         "content": {"type": "array", "items": _B64},
@@ -71,18 +72,31 @@ INGEST_SCHEMA: dict[str, Any] = {
                             "fragment_id": {"type": "string"},
                             "data": _B64,
                         },
+                        "additionalProperties": False,
                     },
                 ]
             },
         },
         "envelopes": {"type": "array"},
-        "scope": {"type": ["object", "null"]},
+        "scope": {
+            "type": ["object", "null"],
+            "properties": {
+                "host_id": {"type": ["string", "null"]},
+                "tenant_id": {"type": ["string", "null"]},
+                "authorization_scope_id": {"type": ["string", "null"]},
+            },
+            "additionalProperties": False,
+        },
         "source_document": {"type": ["string", "null"]},
         "root": {"type": ["string", "null"]},
     },
+    "additionalProperties": False,
 }
 
-_KEYS = set(INGEST_SCHEMA["properties"])
+_KEYS = frozenset(INGEST_SCHEMA["properties"])
+_DOCUMENT_KEYS = frozenset(INGEST_SCHEMA["properties"]["documents"]["items"]["properties"])
+_SOURCE_KEYS = frozenset(INGEST_SCHEMA["properties"]["sources"]["items"]["oneOf"][1]["properties"])
+_SCOPE_KEYS = frozenset(INGEST_SCHEMA["properties"]["scope"]["properties"])
 
 
 def _bad(message: str, pointer: str) -> EvstoreError:
@@ -126,15 +140,14 @@ def ingest_inputs(body: Any) -> tuple[list[Document], dict[str, Any], list[bytes
     """
     if not isinstance(body, dict):
         raise _bad("the body is a JSON object", "")
-    for key in body:
-        if key not in _KEYS:
-            raise _bad(f"unknown member {key!r}", "/" + key.replace("~", "~0").replace("/", "~1"))
+    known_members(body, _KEYS)
     body_root(body)
     docs: list[Document] = []
     for i, item in enumerate(_list(body, "documents")):
         at = f"/documents/{i}"
         if not isinstance(item, dict) or "document" not in item:
             raise _bad('a document is {"name", "kind", "document"}', at)
+        known_members(item, _DOCUMENT_KEYS, at)
         name = item.get("name", f"documents/{i}")
         kind = item.get("kind")
         docs.append(
@@ -152,6 +165,7 @@ def ingest_inputs(body: Any) -> tuple[list[Document], dict[str, Any], list[bytes
     for i, src in enumerate(_list(body, "sources")):
         at = f"/sources/{i}"
         if isinstance(src, dict):
+            known_members(src, _SOURCE_KEYS, at)
             data = _b64(src.get("data"), at + "/data")
             triples.append(
                 (
@@ -167,6 +181,7 @@ def ingest_inputs(body: Any) -> tuple[list[Document], dict[str, Any], list[bytes
     if scope is not None:
         if not isinstance(scope, dict):
             raise _bad("scope is an object", "/scope")
+        known_members(scope, _SCOPE_KEYS, "/scope")
         parts = [scope.get(k) for k in ("host_id", "tenant_id", "authorization_scope_id")]
         made = fragment_scope(*parts)
         if made is not None:

@@ -308,6 +308,9 @@ def test_interrupt_keeps_committed_batches_and_says_so(tmp_path):
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        # Ctrl-C's default even when this suite runs in a background job, which starts its
+        # children with SIGINT ignored (and Python then keeps it ignored).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert proc.stdin is not None

@@ -146,6 +146,9 @@ def test_ctrl_c_exits_130_with_an_interrupted_error_and_the_store_unchanged(work
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        # Ctrl-C's default even when this suite runs in a background job, which starts its
+        # children with SIGINT ignored (and Python then keeps it ignored).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         proc.stdin.write(b"x" * (3 << 20))  # past one chunk: the put is under way

@@ -114,6 +114,10 @@ def test_admin_manages_tokens_remotely(served_any):
         assert made.json()["id"] in ids
         assert _code(c.post("/v1/tokens", json={"scope": "root"})) == "token.scope"
         assert _code(c.post("/v1/tokens", json={"name": 1})) == "http.request"
+        before = len(c.get("/v1/tokens").json()["tokens"])
+        extra = c.post("/v1/tokens", json={"scope": "admin", "expires": "never"})
+        assert _code(extra) == "http.request" and extra.json()["pointer"] == "/expires"
+        assert len(c.get("/v1/tokens").json()["tokens"]) == before  # nothing made
         assert c.delete(f"/v1/tokens/{made.json()['id']}").json()["revoked"] is True
         assert c.delete("/v1/tokens/" + "f" * 12).status_code == 404
     with served.client(None) as anon:

@@ -55,6 +55,13 @@ def test_every_member_maps_to_the_cli_inputs():
         ({"scope": "x"}, "/scope"),
         ({"source_document": 5}, "/source_document"),
         ({"a/b": 1}, "/a~1b"),
+        # Unknown members of nested objects too (a misspelt option is never ignored).
+        ({"documents": [{"document": {}, "knd": "json"}]}, "/documents/0/knd"),
+        (
+            {"sources": [{"document_id": "D", "fragment_id": "F", "data": "", "x~": 1}]},
+            "/sources/0/x~0",
+        ),
+        ({"scope": {"host_id": "h", "tenant": "t"}}, "/scope/tenant"),
     ],
 )
 def test_malformed_members_name_their_pointer(body, pointer):
