@@ -13,7 +13,6 @@ from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
 from .. import error, loads
-from ..errors import join_pointer
 
 __all__ = [
     "OBJECT_RESPONSES",
@@ -112,7 +111,6 @@ def known_members(obj: Any, allowed: set[str] | frozenset[str], at: str = "") ->
     for key in obj:
         if key not in allowed:
             known = ", ".join(sorted(allowed))
-            raise error(
-                "http.request", f"unknown member {key!r} (known: {known})", join_pointer(at, key)
-            )
+            pointer = at + "/" + key.replace("~", "~0").replace("/", "~1")  # RFC 6901
+            raise error("http.request", f"unknown member {key!r} (known: {known})", pointer)
     return obj
