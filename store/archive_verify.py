@@ -7,7 +7,7 @@ file, the place (``pointer``):
 1. the entries themselves (links, unsafe paths, duplicates, bombs: store/archive_layout.py);
 2. ``oci-layout`` and ``index.json`` present and well formed, nothing else beside ``blobs/``
    (no other file or directory, empty ones included), every blob named by a 64-hex SHA-256,
-   no manifest listed twice in an index (``archive.layout``), and every JSON file of the
+   no manifest, index or root listed twice (``archive.layout``), and every JSON file of the
    layout (``oci-layout``, indexes, manifests) in its canonical form
    (``archive.not-canonical``);
 3. every blob's SHA-256 equals its name (``archive.digest-mismatch``);
@@ -162,6 +162,8 @@ class _Run:
         self.limits = limits
         self.out = Checked(src.where, faults=list(src.faults))
         self.referenced: set[str] = set()
+        self.listed: set[str] = set()  # manifests and indexes named by any index
+        self.root_addresses: set[str] = set()
 
     def fault(self, code: str, message: str, path: str, pointer: str = "", **kw: Any) -> None:
         self.out.faults.append(error(code, message, pointer, path=path, **kw))
@@ -418,6 +420,10 @@ def _manifest(run: _Run, entry: dict[str, Any], hexpart: str, pointer: str) -> N
             pointer,
         )
         return
+    if address in run.root_addresses:
+        run.fault("archive.layout", f"the root {address} is listed twice", path, pointer)
+        return
+    run.root_addresses.add(address)
     root = Root(address, str(ann.get(ANN_KIND, "")), hexpart)
     wanted = 0
     for i, layer in enumerate(layers):
@@ -450,21 +456,20 @@ def _index(run: _Run, doc: Any, path: str, seen: set[str]) -> None:
     if not isinstance(entries, list) or doc.get("schemaVersion") != 2:
         run.fault("archive.layout", "not an OCI image index (schemaVersion 2, manifests)", path)
         return
-    listed: set[str] = set()
     for i, entry in enumerate(entries):
         pointer = f"/manifests/{i}"
         hexpart = run.descriptor(entry, path, pointer)
         if hexpart is None:
             continue
-        if hexpart in listed:
-            run.fault("archive.layout", f"the index lists sha256:{hexpart} twice", path, pointer)
-            continue
-        listed.add(hexpart)
         media = entry["mediaType"]
+        if media == INDEX_MEDIA_TYPE and hexpart in seen:
+            run.fault("archive.cycle", "the image indexes refer to each other", path, pointer)
+            continue
+        if hexpart in run.listed:  # in this index or any other of the archive
+            run.fault("archive.layout", f"sha256:{hexpart} is listed twice", path, pointer)
+            continue
+        run.listed.add(hexpart)
         if media == INDEX_MEDIA_TYPE:
-            if hexpart in seen:
-                run.fault("archive.cycle", "the image indexes refer to each other", path, pointer)
-                continue
             nested = run.json_file(blob_name(hexpart))
             if nested is not None:
                 _index(run, nested, blob_name(hexpart), seen | {hexpart})

@@ -410,8 +410,11 @@ def run_audit(db: Database, options: AuditOptions, progress: Progress | None = N
     """
     for name in options.roots:
         check_root_name(name)
-    if options.sample is not None and not 0 < options.sample <= 1:
-        raise error("input.invalid", f"sample must be in (0, 1], not {options.sample}")
+    sample = options.sample
+    if sample is not None and (
+        isinstance(sample, bool) or not isinstance(sample, (int, float)) or not 0 < sample <= 1
+    ):
+        raise error("input.invalid", f"sample must be a number in (0, 1], not {sample!r}")
     since = parse_since(options.since) if options.since is not None else None
     run = AuditRun(scope=_scope(options))
     with db.read() as conn:

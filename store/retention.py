@@ -34,7 +34,7 @@ from .tables import retention_history, roots
 
 __all__ = ["RetentionOps", "parse_until"]
 
-_AHEAD = re.compile(r"^\+?([0-9]+)\s*([smhdw])$")
+_AHEAD = re.compile(r"^\+?([0-9]+) *([smhdw])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
@@ -68,7 +68,10 @@ def parse_until(value: _dt.datetime | str, now: _dt.datetime) -> _dt.datetime:
             ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=_dt.UTC)
-    when = when.astimezone(_dt.UTC)
+    try:
+        when = when.astimezone(_dt.UTC)
+    except OverflowError:  # 9999-12-31T23:59-01:00 or 0001-01-01T00:00+01:00 in UTC
+        raise error("input.invalid", f"--until {text!r} is beyond the calendar in UTC") from None
     if when <= now:
         raise error(
             "input.invalid",
@@ -350,6 +353,8 @@ class RetentionOps:
         Raises:
             InputError: ``root.name``, ``input.invalid``. NotFound: ``not-found.root``.
         """
+        if isinstance(roots, str):
+            raise error("input.invalid", "roots is a list of root names, not one string")
         options = AuditOptions(tuple(roots), sample, seed, since)
         with rooting(DEFAULT_ROOT, actor):
             return run_audit(self._db, options, progress)

@@ -109,21 +109,36 @@ def _query_params(dependant: Any) -> Iterator[Any]:
 
 
 def single_valued(request: Request) -> None:
-    """Refuse what would otherwise be read one way silently: a repeated scalar parameter.
+    """Refuse what would otherwise be read one way silently, or not at all.
 
     ``?limit=1&limit=2`` (FastAPI would take the last) and two ``Authorization`` headers
     (the first would count) are ``http.request`` (400), with the parameter's name; a
-    parameter the route takes as a list (``range``) may repeat.
+    parameter the route takes as a list (``range``) may repeat. On the API's routes
+    (``/v1/...``) a query parameter the route does not take is refused too: a misspelt
+    ``expect`` would otherwise turn a digest check off without a word. (The pages under
+    ``/ui`` keep ignoring what they do not know, as web pages do.)
 
     Raises:
         InputError: ``http.request``.
     """
     if len(request.headers.getlist("authorization")) > 1:
         raise error("http.request", "the request has more than one Authorization header")
-    dependant = getattr(request.scope.get("route"), "dependant", None)
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
     if dependant is None:
         return
-    for param in _query_params(dependant):
+    params = list(_query_params(dependant))
+    if str(getattr(route, "path", "")).startswith("/v1/"):
+        known = {p.alias for p in params}
+        for name in request.query_params:
+            if name not in known:
+                listed = ", ".join(sorted(known)) or "none"
+                raise error(
+                    "http.request",
+                    f"unknown query parameter {name!r} (this route takes: {listed})",
+                    parameter=name,
+                )
+    for param in params:
         if get_origin(param.field_info.annotation) in (list, tuple, set):
             continue
         if len(request.query_params.getlist(param.alias)) > 1:

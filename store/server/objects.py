@@ -32,7 +32,7 @@ from .app import Served
 from .auth import actor, ingester, reader, writes_leases
 from .limits import TransferAborted
 from .problems import problem
-from .wire import OBJECT_RESPONSES, json_body, refs_list
+from .wire import OBJECT_RESPONSES, json_body, known_members, refs_list
 from .writes import rooted
 
 __all__ = ["IMMUTABLE", "SMALL_MAX", "parse_range", "router"]
@@ -340,6 +340,7 @@ async def missing(request: Request, one: Served = Depends(reader)) -> dict[str, 
     """
     body = await json_body(request)
     refs = refs_list(body, one.limits.missing_refs)
+    known_members(body, {"refs"})
     if writes_leases(request):
         who = actor(request)
         found = await run_in_threadpool(lambda: one.store.retention.missing(refs, actor=who))

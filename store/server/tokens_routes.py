@@ -56,9 +56,10 @@ def list_tokens(one: Served = Depends(admin)) -> dict[str, Any]:  # noqa: B008
 async def create_token(request: Request, one: Served = Depends(admin)) -> Response:  # noqa: B008
     """``{"scope": S, "name": LABEL}`` -> 201 ``{"id", "token", "scope", "name", ...}``."""
     body = await json_body(request)
+    if isinstance(body, dict):
+        known_members(body, {"scope", "name"})  # a misspelt member is named first
     if not isinstance(body, dict) or not isinstance(body.get("scope"), str):
         raise error("http.request", 'the body is {"scope": S, "name": LABEL}', "/scope")
-    known_members(body, {"scope", "name"})
     name = body.get("name", "")
     if not isinstance(name, str):
         raise error("http.request", "name is a string", "/name")

@@ -321,3 +321,19 @@ def test_a_repeated_scalar_parameter_or_authorization_header_is_refused(served):
         r = c.get("/v1/ls", headers=httpx.Headers(twice))
         assert r.status_code == 400 and _code(r) == "http.request"
         assert c.get("/v1/ls", headers={"Authorization": f"Bearer {admin}"}).is_success
+
+
+def test_an_unknown_query_parameter_or_body_member_is_refused_on_the_api(served):
+    """A misspelt ``expect`` must not turn the digest check off without a word."""
+    with served.client() as c:
+        r = c.put("/v1/objects", params={"expct": "sha256:" + "0" * 64}, content=b"typo")
+        assert r.status_code == 400 and _code(r) == "http.request"
+        assert r.json()["details"]["parameter"] == "expct"
+        assert c.post("/v1/missing", json={"refs": []}).json() == {"missing": []}
+        r = c.post("/v1/missing", json={"refs": [], "x": 1})
+        assert r.status_code == 400 and r.json()["pointer"] == "/x"
+        r = c.post("/v1/tokens", json={"scoep": "read"})
+        assert r.status_code == 400 and r.json()["pointer"] == "/scoep"
+        # Nothing was stored by the refused put.
+        r = c.put("/v1/objects", params={"expect": "sha256:" + "0" * 64}, content=b"typo")
+        assert r.status_code == 422

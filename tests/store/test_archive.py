@@ -337,6 +337,20 @@ def _layout_case(case: str, layout: Layout) -> None:
         layout.index["manifests"].append(layout.index["manifests"][i])
         (layout.root / "index.json").write_bytes(dumps(layout.index))
         return
+    if case in ("root-in-a-nested-index-too", "root-under-two-manifests"):
+        entry = layout.index["manifests"][i]
+        if case == "root-in-a-nested-index-too":
+            media = "application/vnd.oci.image.index.v1+json"
+            nested = {"manifests": [entry], "mediaType": media, "schemaVersion": 2}
+            hexpart, size = layout.put(dumps(nested))
+            extra = {"digest": "sha256:" + hexpart, "mediaType": media, "size": size}
+        else:  # the same root again, under a manifest that differs by one annotation
+            doc["annotations"]["dev.evstore.note"] = "again"
+            hexpart, size = layout.put(dumps(doc))
+            extra = {**entry, "digest": "sha256:" + hexpart, "size": size}
+        layout.index["manifests"].append(extra)
+        (layout.root / "index.json").write_bytes(dumps(layout.index))
+        return
     if case == "size-as-float":  # the same value, spelled 748.0: not the canonical form
         text = dumps(layout.index).decode()
         size = layout.index["manifests"][i]["size"]
@@ -376,6 +390,8 @@ HOSTILE_LAYOUT = {
     "stray-empty-dir": "archive.layout",
     "dir-named-like-a-blob": "archive.layout",
     "manifest-listed-twice": "archive.layout",
+    "root-in-a-nested-index-too": "archive.layout",
+    "root-under-two-manifests": "archive.layout",
     "size-as-float": "archive.not-canonical",
     "missing-blob": "archive.missing-blob",
     "size": "archive.size-mismatch",

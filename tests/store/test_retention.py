@@ -174,6 +174,18 @@ def test_retain_again_changes_until_and_explicit_time_is_accepted(s):
             "input.invalid",
         ),
         (lambda st, a: st.retention.retain([a], "r", until="0s"), "input.invalid"),
+        (lambda st, a: st.retention.retain([a], "r", until="30\u00a0d"), "input.invalid"),
+        (
+            lambda st, a: st.retention.retain([a], "r", until="9999-12-31T23:59:59-01:00"),
+            "input.invalid",
+        ),
+        (
+            lambda st, a: st.retention.retain([a], "r", until="0001-01-01T00:00:00+01:00"),
+            "input.invalid",
+        ),
+        (lambda st, a: st.retention.audit(sample="0.5"), "input.invalid"),  # type: ignore[arg-type]
+        (lambda st, a: st.retention.audit(sample=True), "input.invalid"),  # type: ignore[arg-type]
+        (lambda st, a: st.retention.audit("default"), "input.invalid"),  # type: ignore[arg-type]
         (
             lambda st, a: st.retention.retain(
                 [a], "r", until=dt.datetime(2001, 1, 1, tzinfo=dt.UTC)
