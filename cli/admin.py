@@ -10,7 +10,7 @@ import click
 
 import evstore
 
-from .common import Ctx, at_pointer, emit, open_store, pass_ctx, progress
+from .common import Ctx, at_pointer, emit, json_text, open_store, pass_ctx, progress
 
 __all__ = ["COMMANDS", "check", "config", "init", "migrate", "register"]
 
@@ -171,7 +171,7 @@ def check(
         }
         if narrowed:
             out.update(checked=run.checked, recorded=run.recorded)
-        click.echo(json.dumps(out, ensure_ascii=False, sort_keys=True))
+        click.echo(json_text(out, sort_keys=True))
     else:
         if narrowed:
             click.echo(f"checked {run.checked} object(s)", err=True)

@@ -324,6 +324,22 @@ def _to_jsonable(obj: Any) -> Any:
     return obj
 
 
+def json_text(obj: Any, **kw: Any) -> str:
+    """``json.dumps(obj, ensure_ascii=False, **kw)``, unless that is not UTF-8.
+
+    A name read from the file system with bytes that are not UTF-8 (an archive member, a
+    path) reaches us with lone surrogates; written as they are they would make the output
+    invalid UTF-8. Such a text is written with JSON's ASCII escapes instead (valid JSON and
+    valid UTF-8).
+    """
+    text = json.dumps(obj, ensure_ascii=False, **kw)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj, ensure_ascii=True, **kw)
+    return text
+
+
 def emit(ctx: Ctx, obj: Any, human: Callable[[Any], None] | str | None = None) -> None:
     """Print a result: exactly one JSON object with --json, else the human rendering.
 
@@ -335,10 +351,10 @@ def emit(ctx: Ctx, obj: Any, human: Callable[[Any], None] | str | None = None) -
     """
     data = _to_jsonable(obj)
     if ctx.json:
-        click.echo(json.dumps(data, ensure_ascii=False, sort_keys=True))
+        click.echo(json_text(data, sort_keys=True))
         return
     if human is None:
-        click.echo(json.dumps(data, ensure_ascii=False, indent=2, sort_keys=True))
+        click.echo(json_text(data, indent=2, sort_keys=True))
     elif isinstance(human, str):
         click.echo(human)
     else:
@@ -348,7 +364,7 @@ def emit(ctx: Ctx, obj: Any, human: Callable[[Any], None] | str | None = None) -
 def fail(ctx: Ctx, obj: dict[str, Any], message: str, code: int = 1) -> NoReturn:
     """Print a non-error failure result (e.g. `has` with missing refs) and exit ``code``."""
     if ctx.json:
-        click.echo(json.dumps(obj, ensure_ascii=False, sort_keys=True))
+        click.echo(json_text(obj, sort_keys=True))
     else:
         click.echo(message)
     sys.exit(code)

@@ -30,7 +30,7 @@ import evstore
 
 from . import admin, objects, retention, server
 from . import ingest as ingest_commands
-from .common import Ctx, discard_created, env_url
+from .common import Ctx, discard_created, env_url, json_text
 
 __all__ = [
     "AREAS",
@@ -55,7 +55,7 @@ GLOBAL_VALUED = ("--store",)
 
 def _usage_json(message: str, code: int) -> None:
     click.echo(
-        json.dumps(
+        json_text(
             {
                 "ok": False,
                 "error": {
@@ -66,7 +66,6 @@ def _usage_json(message: str, code: int) -> None:
                     "pointer": "",
                 },
             },
-            ensure_ascii=False,
             sort_keys=True,
         )
     )
@@ -358,7 +357,7 @@ class EvstoreGroup(click.Group):
                 discard_created(obj)
             as_json = obj.json if obj is not None else "--json" in sys.argv
             if as_json:
-                line = json.dumps({"ok": False, "error": err.to_dict()}, ensure_ascii=False)
+                line = json_text({"ok": False, "error": err.to_dict()})
                 try:
                     if err.details.get("stream") == "stdout":  # stdout is what failed
                         raise err

@@ -32,6 +32,7 @@ from .common import (
     digests_option,
     emit,
     fail,
+    json_text,
     open_store,
     output_option,
     pass_ctx,
@@ -428,7 +429,7 @@ def _ls_paged(
             break
         last = str(item.pop("cursor", item["address"]))
         if jsonl:
-            click.echo(json.dumps(item, ensure_ascii=False, sort_keys=True))
+            click.echo(json_text(item, sort_keys=True))
         else:
             rows.append(item)
     nxt = last if more else None

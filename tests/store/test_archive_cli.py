@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -168,6 +169,16 @@ def test_faults_name_their_files_and_refuse_the_import(exported, tmp_path):
     assert r.returncode == 1 and b"input.unreadable" in r.stderr
     r = ev("archive", "verify", "out", "--max-bytes", "10", cwd=tmp_path)
     assert r.returncode == 1 and b"archive.too-large" in r.stdout
+
+
+def test_a_name_that_is_not_utf8_is_reported_in_valid_utf8_json(exported, tmp_path):
+    _, _, out = exported
+    os.mkdir(os.path.join(os.fsencode(out), b"blobs", b"\xff"))  # a stray directory
+    r = ev("--json", "archive", "verify", "out", cwd=tmp_path)
+    assert r.returncode == 1
+    report = json.loads(r.stdout.decode("utf-8"))  # strict: raises on invalid UTF-8
+    (fault,) = report["faults"]
+    assert fault["code"] == "archive.layout" and fault["path"] == "blobs/\udcff"
 
 
 def test_proofs_through_the_cli(tmp_path, fresh):
