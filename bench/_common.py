@@ -36,6 +36,7 @@ __all__ = [
     "percentile",
     "raw_pg",
     "raw_sqlite",
+    "save_result",
     "store_backend_pid",
     "write_result",
 ]
@@ -294,8 +295,13 @@ def machine_info(backend: str) -> dict[str, Any]:
 
 def write_result(backend: str, quick: bool, result: dict[str, Any]) -> Path:
     """Write ``result`` to bench/results/core-BACKEND-MODE-UTCSTAMP.json and return the path."""
+    return save_result(f"core-{backend}-{'quick' if quick else 'full'}", result)
+
+
+def save_result(stem: str, result: dict[str, Any]) -> Path:
+    """Write ``result`` to bench/results/STEM-UTCSTAMP.json (sorted, indented); its path."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    path = RESULTS_DIR / f"core-{backend}-{'quick' if quick else 'full'}-{stamp}.json"
+    path = RESULTS_DIR / f"{stem}-{stamp}.json"
     path.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     return path

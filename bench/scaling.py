@@ -43,13 +43,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import blake3  # noqa: E402
 import core as _core  # noqa: E402  (its raw ceilings: _raw_insert_blobs, _row, _raw_json_rows)
 from _common import (  # noqa: E402
-    RESULTS_DIR,
     Meter,
     fresh_store,
     machine_info,
     median,
     raw_pg,
     raw_sqlite,
+    save_result,
     store_backend_pid,
 )
 
@@ -232,10 +232,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{op:6s} {label} {large['n']:,d} vs {small['n']:,d}: {wall:.2f}x"
                 f" (CPU {cpu:.2f}x){mark}"
             )
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    path = RESULTS_DIR / f"scaling-{args.backend}-{stamp}.json"
-    path.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    path = save_result(f"scaling-{args.backend}", result)
     print("\n".join(lines))
     print(f"result: {path}")
     return 0

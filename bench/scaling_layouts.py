@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import random
 import sqlite3
@@ -43,7 +42,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import blake3  # noqa: E402
-from _common import RESULTS_DIR, machine_info, median  # noqa: E402
+from _common import machine_info, median, save_result  # noqa: E402
 
 __all__ = ["main"]
 
@@ -195,10 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         cpu = mine[-1]["put_cpu_us_median"] / mine[0]["put_cpu_us_median"]
         result[f"{layout}_ratio"], result[f"{layout}_cpu_ratio"] = wall, cpu
         lines.append(f"{layout:11s} {sizes[-1]:,d} vs {sizes[0]:,d}: {wall:.2f}x (CPU {cpu:.2f}x)")
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    path = RESULTS_DIR / f"scaling_layouts-{stamp}.json"
-    path.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    path = save_result("scaling_layouts", result)
     print("\n".join(lines))
     print(f"result: {path}")
     return 0
