@@ -44,7 +44,8 @@ def parse_until(value: _dt.datetime | str, now: _dt.datetime) -> _dt.datetime:
     after ``now`` (a hold that has already ended would protect nothing).
 
     Raises:
-        InputError: ``input.invalid`` (not a time, too far ahead, or not after ``now``).
+        InputError: ``input.invalid`` (not a time, too far ahead, or not after ``now``), with
+            ``details.until`` (the text given).
     """  # noqa: D205
     if isinstance(value, _dt.datetime):
         when, text = value, value.isoformat()
@@ -59,24 +60,28 @@ def parse_until(value: _dt.datetime | str, now: _dt.datetime) -> _dt.datetime:
             else:
                 raise ValueError("not ASCII")
         except OverflowError:
-            raise error("input.invalid", f"--until {text!r} is too far ahead") from None
+            raise error("input.invalid", f"--until {text!r} is too far ahead", until=text) from None
         except ValueError:
             raise error(
                 "input.invalid",
                 f"--until {text!r} is no time: give ISO 8601 (2027-01-01T00:00:00Z) or a"
                 " duration from now such as 30d",
+                until=text,
             ) from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=_dt.UTC)
     try:
         when = when.astimezone(_dt.UTC)
     except OverflowError:  # 9999-12-31T23:59-01:00 or 0001-01-01T00:00+01:00 in UTC
-        raise error("input.invalid", f"--until {text!r} is beyond the calendar in UTC") from None
+        raise error(
+            "input.invalid", f"--until {text!r} is beyond the calendar in UTC", until=text
+        ) from None
     if when <= now:
         raise error(
             "input.invalid",
             f"--until {text!r} is not after now ({now.astimezone(_dt.UTC).isoformat()}):"
             " release the entries instead",
+            until=text,
         )
     return when
 

@@ -108,6 +108,21 @@ def _query_params(dependant: Any) -> Iterator[Any]:
         yield from _query_params(sub)
 
 
+def _route_params(route: Any) -> tuple[frozenset[str] | None, tuple[str, ...]]:
+    """The query parameters of ``route``: ``(names it takes, names that may not repeat)``.
+
+    The first is None off the API (``/v1/``). Worked out once per route, at its first
+    request (``app.state.query_params``, keyed by the route's id: routes live as long as
+    their app); later requests only look them up.
+    """
+    params = list(_query_params(route.dependant))
+    known = frozenset(p.alias for p in params) if route.path.startswith("/v1/") else None
+    scalar = tuple(
+        p.alias for p in params if get_origin(p.field_info.annotation) not in (list, tuple, set)
+    )
+    return known, scalar
+
+
 def single_valued(request: Request) -> None:
     """Refuse what would otherwise be read one way silently, or not at all.
 
@@ -124,28 +139,27 @@ def single_valued(request: Request) -> None:
     if len(request.headers.getlist("authorization")) > 1:
         raise error("http.request", "the request has more than one Authorization header")
     route = request.scope.get("route")
-    dependant = getattr(route, "dependant", None)
-    if dependant is None:
+    if not request.query_params or getattr(route, "dependant", None) is None:
         return
-    params = list(_query_params(dependant))
-    if str(getattr(route, "path", "")).startswith("/v1/"):
-        known = {p.alias for p in params}
-        for name in request.query_params:
-            if name not in known:
-                listed = ", ".join(sorted(known)) or "none"
-                raise error(
-                    "http.request",
-                    f"unknown query parameter {name!r} (this route takes: {listed})",
-                    parameter=name,
-                )
-    for param in params:
-        if get_origin(param.field_info.annotation) in (list, tuple, set):
-            continue
-        if len(request.query_params.getlist(param.alias)) > 1:
+    specs = request.app.state.query_params
+    spec = specs.get(id(route))
+    if spec is None:  # first request of this route (the id is the route's while the app lives)
+        spec = specs[id(route)] = _route_params(route)
+    known, scalar = spec
+    for name in request.query_params:
+        if known is not None and name not in known:
+            listed = ", ".join(sorted(known)) or "none"
             raise error(
                 "http.request",
-                f"the query parameter {param.alias!r} is given more than once",
-                parameter=param.alias,
+                f"unknown query parameter {name!r} (this route takes: {listed})",
+                parameter=name,
+            )
+    for name in scalar:
+        if len(request.query_params.getlist(name)) > 1:
+            raise error(
+                "http.request",
+                f"the query parameter {name!r} is given more than once",
+                parameter=name,
             )
 
 
@@ -165,6 +179,7 @@ def _store_app(one: Served) -> FastAPI:
     for name in ROUTER_MODULES:
         module = importlib.import_module(f"{__package__}.{name}")
         app.include_router(module.router)
+    app.state.query_params = {}  # id(route) -> _route_params(route), filled on first use
     install_handlers(app)
     return app
 

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 
-from .. import error
+from .. import EvstoreError, error
 from .app import Served
 from .auth import actor, admin, ingester, reader
 from .wire import OBJECT_RESPONSES, json_body, known_members, refs_list
@@ -32,12 +32,6 @@ def _body(schema: dict[str, Any]) -> dict[str, Any]:
             "content": {"application/json": {"schema": {"type": "object", **schema}}},
         }
     }
-
-
-def _object(body: Any, allowed: set[str]) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise error("http.request", "the body is a JSON object", "")
-    return known_members(body, allowed)
 
 
 @router.get("/v1/roots", summary="Every root (evstore roots --json)", responses=OBJECT_RESPONSES)
@@ -73,15 +67,20 @@ async def retain(
     one: Served = Depends(ingester),  # noqa: B008
 ) -> dict[str, Any]:
     """``{"refs": [...], "until": TIME|null}`` -> ``{"root", "until", "retained"}``."""
-    body = _object(await json_body(request), {"refs", "until"})
+    body = known_members(await json_body(request), {"refs", "until"})
     refs = refs_list(body, one.limits.missing_refs)
     until = body.get("until")
     if until is not None and not isinstance(until, str):
         raise error("http.request", "until is a time as text (ISO 8601 or 30d)", "/until")
     who = actor(request)
-    out: dict[str, Any] = await run_in_threadpool(
-        lambda: one.store.retention.retain(refs, name, until=until, actor=who)
-    )
+    try:
+        out: dict[str, Any] = await run_in_threadpool(
+            lambda: one.store.retention.retain(refs, name, until=until, actor=who)
+        )
+    except EvstoreError as err:
+        if "until" in err.details:  # the time given was refused: it is the body's /until
+            err.pointer = "/until"
+        raise
     return out
 
 
@@ -97,7 +96,7 @@ async def release(
     one: Served = Depends(ingester),  # noqa: B008
 ) -> dict[str, Any]:
     """``{"refs": [...]}`` (absent or empty: every entry) -> ``{"root", "released"}``."""
-    body = _object(await json_body(request), {"refs"})
+    body = known_members(await json_body(request), {"refs"})
     refs = [] if body.get("refs") is None else refs_list(body, one.limits.missing_refs)
     who = actor(request)
     out: dict[str, Any] = await run_in_threadpool(
@@ -121,7 +120,7 @@ async def release(
 )
 async def gc(request: Request, one: Served = Depends(admin)) -> dict[str, Any]:  # noqa: B008
     """``{"dry_run": bool, "batch": N}`` -> the gc report (``count``, ``bytes``, ``objects``)."""
-    body = _object(await json_body(request), {"dry_run", "batch"})
+    body = known_members(await json_body(request), {"dry_run", "batch"})
     dry_run = body.get("dry_run", False)
     if not isinstance(dry_run, bool):
         raise error("http.request", "dry_run is true or false", "/dry_run")

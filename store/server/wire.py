@@ -107,7 +107,8 @@ def known_members(obj: Any, allowed: set[str] | frozenset[str], at: str = "") ->
             its first unknown member.
     """
     if not isinstance(obj, dict):
-        raise error("http.request", "a JSON object is needed here", at)
+        what = "a JSON object is needed here" if at else "the body is a JSON object"
+        raise error("http.request", what, at)
     for key in obj:
         if key not in allowed:
             known = ", ".join(sorted(allowed))

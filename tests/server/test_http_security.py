@@ -337,3 +337,10 @@ def test_an_unknown_query_parameter_or_body_member_is_refused_on_the_api(served)
         # Nothing was stored by the refused put.
         r = c.put("/v1/objects", params={"expect": "sha256:" + "0" * 64}, content=b"typo")
         assert r.status_code == 422
+        # A refused time points at the body's until, whichever rule refused it.
+        address = c.put("/v1/objects", content=b"held").json()["address"]
+        for until in ("2000-01-01T00:00:00Z", "\u0663d", "9999-12-31T23:59:59-01:00"):
+            r = c.post("/v1/roots/held/retain", json={"refs": [address], "until": until})
+            assert r.status_code == 400 and _code(r) == "input.invalid", until
+            assert r.json()["pointer"] == "/until" and r.json()["details"]["until"] == until
+        assert "held" not in [x["root"] for x in c.get("/v1/roots").json()["roots"]]
