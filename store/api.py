@@ -32,6 +32,7 @@ from .artifacts import (
     list_artifacts,
     warnings_of,
 )
+from .blob_batches import expecting, put_stream_many
 from .canonical import loads
 from .check import CheckOptions, CheckRun, Progress, check_store
 from .db import Database, database_errors
@@ -43,18 +44,17 @@ from .ingest import (
     ingest_documents,
     offset_progress,
     one_shot,
+    rereadable,
     run_batches,
     validate_documents,
 )
 from .kinds import check_kind, lookup_value
 from .listing import iter_artifacts, iter_blobs
-from .refs import parse_ref
+from .refs import parse_ref, parse_refs
 from .settings import check_setting_value, load_settings, parse_setting_value, write_setting
 from .txn import Txn
 
 __all__ = ["Store", "init", "migrate", "open"]
-
-builtins_open = open  # `open` below is the module's documented API name
 
 
 class _RawRow(NamedTuple):  # a tuple: built on every point read (bench/core.py part d)
@@ -66,77 +66,6 @@ class _RawRow(NamedTuple):  # a tuple: built on every point read (bench/core.py 
 
 _POINT_SQL = "SELECT address, sha256, size, chunk_set, data FROM blobs WHERE address = "
 _POINT = {"sqlite": _POINT_SQL + "?", "postgresql": _POINT_SQL + "%s"}
-
-
-#: A path larger than this (bytes) is streamed by itself instead of read into a chunk.
-_READ_WHOLE_MAX = 8 << 20
-#: A chunk of small items is written once it holds this many bytes.
-_CHUNK_BYTES = 64 << 20
-#: Small items ``put_many`` writes per statement batch: enough for PostgreSQL's COPY path
-#: (1,000 or more) and few statements on SQLite (issue 16, bench/core.py part a).
-PUT_CHUNK = 2000
-
-
-def _item_bytes(item: Any, index: int) -> bytes | BinaryIO:
-    """An item of :meth:`Store.put_many`: its bytes, or an open stream for a large one."""
-    if isinstance(item, (bytes, bytearray, memoryview)):
-        return bytes(item)
-    if isinstance(item, os.PathLike):
-        path = os.fspath(item)
-        try:
-            fh = builtins_open(path, "rb")
-            if os.fstat(fh.fileno()).st_size > _READ_WHOLE_MAX:
-                return fh
-            with fh:
-                return fh.read()  # type: ignore[no-any-return]
-        except OSError as exc:
-            raise error(
-                "input.unreadable", f"cannot read {path}: {exc.strerror}", path=str(path)
-            ) from None
-    if hasattr(item, "read"):
-        return item  # type: ignore[no-any-return]
-    raise error(
-        "input.invalid",
-        f"item {index} is a {type(item).__name__}: put_many takes bytes, paths or binary streams",
-        item=index,
-    )
-
-
-def _put_stream_many(
-    conn: sa.Connection, items: Iterable[Any], progress: Callable[[int], None] | None = None
-) -> list[_blobs.PutResult]:
-    """Store ``items`` on ``conn``, a chunk of small ones at a time, large ones streamed."""
-    out: list[_blobs.PutResult] = []
-    pending: list[bytes] = []
-    size = 0
-
-    def flush() -> None:
-        nonlocal size
-        if pending:
-            out.extend(_blobs.put_many(conn, pending))
-            pending.clear()
-            size = 0
-            if progress is not None:
-                progress(len(out))
-
-    for i, item in enumerate(items):
-        data = _item_bytes(item, i)
-        if isinstance(data, bytes):
-            pending.append(data)
-            size += len(data)
-            if len(pending) >= PUT_CHUNK or size >= _CHUNK_BYTES:
-                flush()
-            continue
-        flush()
-        try:
-            out.append(_blobs.put_stream(conn, data))
-        finally:
-            if isinstance(item, os.PathLike):
-                data.close()
-        if progress is not None:
-            progress(len(out))
-    flush()
-    return out
 
 
 class _Rollback(Exception):
@@ -281,19 +210,36 @@ class Store:
             yield Txn(conn, load_settings(conn), "audit")
 
     # -- blobs ----------------------------------------------------------------------------
-    def put(self, data: bytes | BinaryIO) -> _blobs.PutResult:
+    def put(self, data: bytes | BinaryIO, *, expect: str | None = None) -> _blobs.PutResult:
         """Store bytes (``bytes``) or a binary stream (read in 1 MiB chunks, any size).
+
+        A transaction retried on contention reads a seekable stream again from where it
+        stood at the call; a stream that cannot seek is read once, and contention then
+        ends in ``store.busy`` with nothing written (never the rest of the stream).
+
+        Args:
+            data: the bytes, or a binary stream read to its end.
+            expect: a content ref (any accepted form) the bytes must hash to; checked
+                inside the transaction against what is about to commit.
 
         Returns:
             :class:`~evstore.blobs.PutResult`: the :class:`~evstore.digests.Digest` and
             whether the bytes were new.
+
+        Raises:
+            InputError: ``put.digest-mismatch`` (``expect`` not met; nothing stored),
+                ``ref.syntax``. StoreStateError: ``store.busy`` as above; store errors.
         """
         self._live()
+        wanted = parse_ref(expect) if expect is not None else None
+
+        checked = expecting(wanted, expect)
+
         if isinstance(data, (bytes, bytearray, memoryview)):
             raw = bytes(data)
-            return self.db.run_transaction(lambda conn: _blobs.put_bytes(conn, raw))
-        # A stream can be read only once, so no retry: one attempt, contention surfaces.
-        return self.db.run_transaction(lambda conn: _blobs.put_stream(conn, data))
+            return self.db.run_transaction(lambda conn: checked(_blobs.put_bytes(conn, raw)))
+        stream = rereadable(data)
+        return self.db.run_transaction(lambda conn: checked(_blobs.put_stream(conn, stream())))
 
     def put_many(
         self,
@@ -327,12 +273,16 @@ class Store:
         self._live()
         if batch is None:
             take = one_shot(items)
-            return self.db.run_transaction(lambda conn: _put_stream_many(conn, take(), progress))
+            streams: dict[int, rereadable] = {}
+            return self.db.run_transaction(
+                lambda conn: put_stream_many(conn, take(), progress, streams)
+            )
         committed = [0]
 
         def one(chunk: list[Any]) -> list[_blobs.PutResult]:
             tick = offset_progress(progress, committed[0])
-            return self.db.run_transaction(lambda conn: _put_stream_many(conn, chunk, tick))
+            streams: dict[int, rereadable] = {}
+            return self.db.run_transaction(lambda conn: put_stream_many(conn, chunk, tick, streams))
 
         def after(batches: int, done: int) -> None:
             committed[0] = done
@@ -449,9 +399,10 @@ class Store:
 
         Raises:
             RefSyntaxError: ``ref.syntax`` on a malformed ref (nothing is looked up).
+            InputError: ``input.invalid`` for a bare ``str`` (pass ``[ref]``).
         """
         self._live()
-        parsed = [parse_ref(r) for r in refs]
+        parsed = parse_refs(refs)
         missing = []
         with self.db.read() as conn:
             for p in parsed:

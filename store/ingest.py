@@ -39,6 +39,7 @@ __all__ = [
     "offset_progress",
     "one_shot",
     "parse_documents",
+    "rereadable",
     "run_batches",
     "validate_documents",
 ]
@@ -163,6 +164,52 @@ def one_shot(items: Iterable[T]) -> Callable[[], Iterable[T]]:
         return items
 
     return take
+
+
+class rereadable:  # noqa: N801 - used like a function, as one_shot is
+    """A stream for a transaction body that may be run again on contention.
+
+    Calling the object returns ``stream`` positioned where it was at the first call: a
+    seekable stream (a file, a spooled upload) is sought back to that position for every
+    later attempt, so each attempt hashes and stores the same bytes. A stream that cannot
+    seek (stdin, a pipe, a generator of chunks) is handed out once; a second call raises
+    ``store.busy`` (retryable; nothing was written) instead of storing what is left of it
+    (issue 23: a retried streamed put must never commit other bytes).
+
+    Raises:
+        StoreStateError: ``store.busy`` on a second call for a stream that cannot seek.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.start: int | None = None
+        self.used = False
+
+    def __call__(self) -> Any:
+        """The stream, at its starting position (raises ``store.busy`` as above)."""
+        if not self.used:
+            self.used = True
+            try:
+                if hasattr(self.stream, "seekable") and self.stream.seekable():
+                    self.start = int(self.stream.tell())
+            except (OSError, ValueError, AttributeError):
+                self.start = None
+            return self.stream
+        if self.start is None:
+            raise error(
+                "store.busy",
+                "the database was busy and the streamed input cannot be read again; "
+                "nothing was written: run the command again",
+            )
+        try:
+            self.stream.seek(self.start)
+        except (OSError, ValueError) as exc:
+            raise error(
+                "store.busy",
+                f"the database was busy and the input could not be rewound ({exc}); "
+                "nothing was written: run the command again",
+            ) from None
+        return self.stream
 
 
 def _one_document(obj: Any) -> Document | None:

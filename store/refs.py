@@ -16,13 +16,14 @@ resolves them.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from .digests import b64u_to_hex
-from .errors import RefSyntaxError
+from .errors import RefSyntaxError, error
 
-__all__ = ["ACCEPTED_FORMS", "ContentRef", "parse_ref"]
+__all__ = ["ACCEPTED_FORMS", "ContentRef", "parse_ref", "parse_refs"]
 
 ACCEPTED_FORMS = (
     "blake3:<64 lowercase hex>",
@@ -99,3 +100,22 @@ def parse_ref(text: str) -> ContentRef:
             raise _fail(text, "object-store refs take 43-char base64url")
         raise _fail(text, "sha256 takes 64 lowercase hex or 43-char base64url")
     raise _fail(text, f"unknown algorithm {algo!r}")
+
+
+def parse_refs(refs: Iterable[str]) -> list[ContentRef]:
+    """Parse an iterable of content refs (``has``'s argument), all before any lookup.
+
+    A bare ``str`` is refused rather than read as its characters: ``has`` answers the
+    refs that are *missing*, so a lone ref would otherwise look up ``"b"``, ``"l"``, ...
+
+    Raises:
+        InputError: ``input.invalid`` for a ``str``/``bytes`` given in place of the
+            iterable. RefSyntaxError: ``ref.syntax`` on the first malformed ref.
+    """
+    if isinstance(refs, (str, bytes, bytearray)):
+        raise error(
+            "input.invalid",
+            "has takes an iterable of content refs and answers the missing ones; "
+            "for one ref pass a list: has([ref])",
+        )
+    return [parse_ref(r) for r in refs]

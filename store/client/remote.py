@@ -34,7 +34,7 @@ from .. import ArtifactInfo, ArtifactResult, Document, IngestReport, PutResult
 from ..canonical import dumps, loads
 from ..digests import Digest, Hasher, digest_bytes
 from ..errors import EvstoreError, error
-from ..refs import ContentRef, parse_ref
+from ..refs import ContentRef, parse_ref, parse_refs
 from .contracts import (
     RemoteContexts,
     RemoteFragments,
@@ -441,9 +441,10 @@ class RemoteStore:
 
         Raises:
             RefSyntaxError: ``ref.syntax`` on a malformed ref (nothing is sent).
+            InputError: ``input.invalid`` for a bare ``str`` (pass ``[ref]``).
         """
         self._live()
-        parsed = [parse_ref(r) for r in refs]
+        parsed = parse_refs(refs)
         missing: set[str] = set()
         for chunk in _chunked(dict.fromkeys(p.text for p in parsed), PAGE):
             out = self.http.json("POST", "v1/missing", json={"refs": chunk})

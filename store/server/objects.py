@@ -294,7 +294,9 @@ async def put_object(
                 )
         sink.file.seek(0)
         file = cast(BinaryIO, sink.file)
-        result = await run_in_threadpool(rooted(request, root, lambda: one.store.put(file)))
+        result = await run_in_threadpool(
+            rooted(request, root, lambda: one.store.put(file, expect=expect))
+        )
     finally:
         sink.file.close()
     out = result.digest.forms()
