@@ -31,7 +31,7 @@ __all__ = ["LEASE_SECONDS", "LOG_LOCK", "Write", "write_bookkeeping"]
 
 #: The store's default ``gc.lease-seconds``.
 LEASE_SECONDS = 3600
-#: The advisory lock the store's log append takes on PostgreSQL (store/log_entries.py).
+#: The advisory lock the store's log append takes on PostgreSQL (store/objects/log_entries.py).
 LOG_LOCK = 7403012513
 
 #: One accepted write: (op, address hex, sha256 hex, size in bytes, kind or None).

@@ -4,7 +4,7 @@ Benchmarks measure; they never assert. Every helper here is about making the raw
 the store run under the same conditions: a fresh store per measurement (a SQLite file in its
 own temporary directory, or a PostgreSQL database created for it and dropped after), the same
 schema (the raw ceiling writes into the tables the store's own Alembic migration created),
-and the same connection settings (the SQLite pragmas of store/db.py).
+and the same connection settings (the SQLite pragmas of store/db/engine.py).
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def fresh_store(backend: str, tag: str) -> Iterator[FreshStore]:
 
 
 def raw_sqlite(path: Path) -> sqlite3.Connection:
-    """A plain sqlite3 connection with the store's pragmas (store/db.py ``_sqlite_events``).
+    """A plain sqlite3 connection with the store's pragmas (store/db/engine.py ``_sqlite_events``).
 
     Autocommit (``isolation_level=None``): the caller issues ``BEGIN IMMEDIATE``/``COMMIT``
     around writes, exactly as the store does.

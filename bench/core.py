@@ -114,7 +114,7 @@ def _target(part: str, backend: str) -> float:
 
 
 def _row(data: bytes) -> tuple[str, str, int, bytes, None]:
-    """The blobs row for inline bytes, exactly as store/blobs.py writes it."""
+    """The blobs row for inline bytes, exactly as store/objects/blobs.py writes it."""
     return (
         blake3.blake3(data).hexdigest(),
         hashlib.sha256(data).hexdigest(),

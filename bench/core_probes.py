@@ -42,8 +42,8 @@ def _probe_times(variants: dict[str, Any], repeats: int = 2) -> dict[str, list[f
 
 def probe_a(backend: str, p: dict[str, Any]) -> dict[str, Any]:
     """Pieces of ``blobs.put_many`` for part (a), each in a fresh store."""
-    from evstore import blobs as eb
-    from evstore.digests import digest_bytes
+    from evstore.core.digests import digest_bytes
+    from evstore.objects import blobs as eb
 
     rng = random.Random(1)
     items = [rng.randbytes(1024) for _ in range(p["a_n"])]
@@ -77,7 +77,7 @@ def probe_a(backend: str, p: dict[str, Any]) -> dict[str, Any]:
 
     variants: dict[str, Any] = {
         "digest_bytes of every item": lambda: [digest_bytes(d) for d in items],
-        "blobs._existing (IN lists of 500)": in_store(lambda c: eb._existing(c, addrs)),
+        "blobs.existing (IN lists of 500)": in_store(lambda c: eb._existing(c, addrs)),
         "store.put_many (all of it)": in_store(lambda c: eb.put_many(c, items)),
     }
     if backend == "sqlite":
@@ -106,8 +106,8 @@ def probe_a(backend: str, p: dict[str, Any]) -> dict[str, Any]:
 
 def probe_c(backend: str, p: dict[str, Any]) -> dict[str, Any]:
     """Part (c): strict reader pieces, and the write half per document vs one batch."""
-    from evstore import artifacts as ea
-    from evstore import canonical
+    from evstore.core import canonical
+    from evstore.objects import artifacts as ea
 
     datas = _make_docs(p["c_n"])
     texts = [d.decode() for d in datas]
@@ -189,8 +189,8 @@ def probe_d(backend: str, p: dict[str, Any]) -> dict[str, Any]:
     """Part (d): ``get`` with one layer removed at a time, interleaved per operation (p50, p99)."""
     import sqlalchemy as sa
 
-    from evstore.refs import parse_ref
-    from evstore.tables import blobs as tb
+    from evstore.core.refs import parse_ref
+    from evstore.db.tables import blobs as tb
 
     rng = random.Random(4)
     items = [rng.randbytes(1024) for _ in range(p["d_pop"])]

@@ -54,7 +54,7 @@ from _common import (  # noqa: E402
 )
 
 import evstore  # noqa: E402
-from evstore.tables import metadata  # noqa: E402
+from evstore.db.tables import metadata  # noqa: E402
 
 __all__ = ["main", "make_document", "make_output"]
 

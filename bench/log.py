@@ -189,7 +189,7 @@ def part_i(backend: str, base: str, docs: int, rounds: int) -> dict[str, Any]:
 
 def _fill(store: Any, entries: int) -> float:
     """Append ``entries`` synthetic entries through the library's bulk append; seconds."""
-    from evstore.log_entries import append_entries, entry_bytes
+    from evstore.objects.log_entries import append_entries, entry_bytes
 
     start = time.perf_counter()
     done = 0
@@ -220,7 +220,7 @@ def part_pc(backend: str, entries: int, lookups: int, only: str) -> dict[str, An
     import sqlalchemy as sa
 
     import evstore
-    from evstore.tables import log_entries
+    from evstore.db.tables import log_entries
 
     out: dict[str, Any] = {"entries": entries, "lookups": lookups}
     with fresh_store(backend, "logproof") as fs, evstore.open(fs.url) as store:

@@ -59,9 +59,9 @@ from _common import (  # noqa: E402
 )
 
 import evstore  # noqa: E402
-from evstore import manifest_rules as R  # noqa: E402
-from evstore import manifests as M  # noqa: E402
-from evstore.digests import sha256_b64u  # noqa: E402
+from evstore.contracts.manifests import rules as R  # noqa: E402
+from evstore.contracts.manifests import store as M  # noqa: E402
+from evstore.core.digests import sha256_b64u  # noqa: E402
 
 __all__ = ["main", "make_content", "make_manifest"]
 

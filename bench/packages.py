@@ -49,10 +49,10 @@ from _common import (  # noqa: E402
 )
 
 import evstore  # noqa: E402
-from evstore import package_context as PC  # noqa: E402
-from evstore import package_rules as PR  # noqa: E402
-from evstore import package_schema as PS  # noqa: E402
-from evstore import packages as P  # noqa: E402
+from evstore.contracts.packages import rules as PR  # noqa: E402
+from evstore.contracts.packages import rules_context as PC  # noqa: E402
+from evstore.contracts.packages import schema as PS  # noqa: E402
+from evstore.contracts.packages import store as P  # noqa: E402
 
 __all__ = ["main"]
 

@@ -1,11 +1,11 @@
-"""Alembic environment: evstore always passes an open connection (see evstore.db.migrate)."""
+"""Alembic environment: evstore always passes an open connection (see evstore.db.engine.migrate)."""
 
 from __future__ import annotations
 
 from alembic import context
 from sqlalchemy import create_engine
 
-from evstore.tables import metadata
+from evstore.db.tables import metadata
 
 config = context.config
 connection = config.attributes.get("connection")

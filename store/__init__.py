@@ -8,7 +8,7 @@
 
 The public surface is this module: :func:`open`, :class:`Store`, the schema commands
 (:func:`init`, :func:`migrate`), the value types, the kind and JSON helpers the CLI uses,
-and the error tree (see evstore.errors). Everything else is internal.
+and the error tree (see evstore.core.errors). Everything else is internal.
 
 The HTTP server's names (:func:`create_app`, :func:`serve`, ``ServerLimits``) come from the
 evstore.server package, a layer above this one that imports this module: they are left out
@@ -24,15 +24,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .api import Store
-    from .archive import export_archive, import_archive, verify_archive
-    from .archive_layout import Limits as ArchiveLimits
-    from .artifacts import ArtifactInfo, ArtifactResult, Document, IngestReport
-    from .blobs import PutResult
-    from .canonical import dumps, loads
-    from .describe import describe_artifact, object_head
-    from .digests import Digest, digest_bytes
-    from .errors import (
+    from .access.tokens import create_token, list_tokens, revoke_token, token_scope
+    from .archive.layout import Limits as ArchiveLimits
+    from .archive.ops import export_archive, import_archive, verify_archive
+    from .contracts.fragments.rules import scope_from_parts as fragment_scope
+    from .contracts.manifests.rules import manifest_address
+    from .contracts.packages.rules import normalize_uuid
+    from .contracts.packages.rules_context import context_size as package_context_size
+    from .core.canonical import dumps, loads
+    from .core.digests import Digest, digest_bytes
+    from .core.errors import (
         BindingConflict,
         ContractError,
         CorruptionError,
@@ -45,17 +46,16 @@ if TYPE_CHECKING:
         StoreStateError,
         error,
     )
-    from .fragment_rules import scope_from_parts as fragment_scope
-    from .kinds import check_kind, known_kinds
-    from .leases import current_root, rooting
-    from .log import LogOps
-    from .log import verify_proof as verify_log_proof
-    from .manifest_rules import manifest_address
-    from .package_context import context_size as package_context_size
-    from .package_rules import normalize_uuid
-    from .refs import ContentRef, parse_ref
-    from .review import bindings_of_fragment, edges_from, kind_counts, verify_now
-    from .tokens import create_token, list_tokens, revoke_token, token_scope
+    from .core.refs import ContentRef, parse_ref
+    from .facade.api import Store
+    from .log.ops import LogOps
+    from .log.ops import verify_proof as verify_log_proof
+    from .objects.artifacts import ArtifactInfo, ArtifactResult, Document, IngestReport
+    from .objects.blobs import PutResult
+    from .objects.kinds import check_kind, known_kinds
+    from .objects.leases import current_root, rooting
+    from .read.describe import describe_artifact, object_head
+    from .read.review import bindings_of_fragment, edges_from, kind_counts, verify_now
 
 # open, init and migrate (store/connect.py) and RemoteStore (store/client/) are not imported
 # for type checkers here: the client imports evstore's public names, and an import back
@@ -64,60 +64,60 @@ if TYPE_CHECKING:
 #: Public name -> the module (under evstore) that defines it, or "module:attribute" where the
 #: public name differs from the module's own.
 _SOURCES: dict[str, str] = {
-    "ArchiveLimits": "archive_layout:Limits",
-    "ArtifactInfo": "artifacts",
-    "ArtifactResult": "artifacts",
-    "BindingConflict": "errors",
-    "ContentRef": "refs",
-    "ContractError": "errors",
-    "CorruptionError": "errors",
-    "Digest": "digests",
-    "Document": "artifacts",
-    "EvstoreError": "errors",
-    "Faults": "errors",
-    "IngestReport": "artifacts",
-    "InputError": "errors",
-    "JSONFormError": "errors",
-    "LogOps": "log",
-    "NotFound": "errors",
-    "PutResult": "blobs",
-    "RefSyntaxError": "errors",
+    "ArchiveLimits": "archive.layout:Limits",
+    "ArtifactInfo": "objects.artifacts",
+    "ArtifactResult": "objects.artifacts",
+    "BindingConflict": "core.errors",
+    "ContentRef": "core.refs",
+    "ContractError": "core.errors",
+    "CorruptionError": "core.errors",
+    "Digest": "core.digests",
+    "Document": "objects.artifacts",
+    "EvstoreError": "core.errors",
+    "Faults": "core.errors",
+    "IngestReport": "objects.artifacts",
+    "InputError": "core.errors",
+    "JSONFormError": "core.errors",
+    "LogOps": "log.ops",
+    "NotFound": "core.errors",
+    "PutResult": "objects.blobs",
+    "RefSyntaxError": "core.errors",
     "RemoteStore": "client",
     "ServerLimits": "server.limits:Limits",
-    "Store": "api",
-    "StoreStateError": "errors",
-    "bindings_of_fragment": "review",
-    "check_kind": "kinds",
+    "Store": "facade.api",
+    "StoreStateError": "core.errors",
+    "bindings_of_fragment": "read.review",
+    "check_kind": "objects.kinds",
     "create_app": "server.app",
-    "create_token": "tokens",
-    "current_root": "leases",
-    "describe_artifact": "describe",
-    "digest_bytes": "digests",
-    "dumps": "canonical",
-    "edges_from": "review",
-    "error": "errors",
-    "export_archive": "archive",
-    "fragment_scope": "fragment_rules:scope_from_parts",
-    "import_archive": "archive",
+    "create_token": "access.tokens",
+    "current_root": "objects.leases",
+    "describe_artifact": "read.describe",
+    "digest_bytes": "core.digests",
+    "dumps": "core.canonical",
+    "edges_from": "read.review",
+    "error": "core.errors",
+    "export_archive": "archive.ops",
+    "fragment_scope": "contracts.fragments.rules:scope_from_parts",
+    "import_archive": "archive.ops",
     "init": "connect",
-    "kind_counts": "review",
-    "known_kinds": "kinds",
-    "list_tokens": "tokens",
-    "loads": "canonical",
-    "manifest_address": "manifest_rules",
+    "kind_counts": "read.review",
+    "known_kinds": "objects.kinds",
+    "list_tokens": "access.tokens",
+    "loads": "core.canonical",
+    "manifest_address": "contracts.manifests.rules",
     "migrate": "connect",
-    "normalize_uuid": "package_rules",
-    "object_head": "describe",
+    "normalize_uuid": "contracts.packages.rules",
+    "object_head": "read.describe",
     "open": "connect",
-    "package_context_size": "package_context:context_size",
-    "parse_ref": "refs",
-    "revoke_token": "tokens",
-    "rooting": "leases",
+    "package_context_size": "contracts.packages.rules_context:context_size",
+    "parse_ref": "core.refs",
+    "revoke_token": "access.tokens",
+    "rooting": "objects.leases",
     "serve": "server.run",
-    "token_scope": "tokens",
-    "verify_archive": "archive",
-    "verify_log_proof": "log:verify_proof",
-    "verify_now": "review",
+    "token_scope": "access.tokens",
+    "verify_archive": "archive.ops",
+    "verify_log_proof": "log.ops:verify_proof",
+    "verify_now": "read.review",
 }
 
 __all__ = [

@@ -2,7 +2,7 @@
 ``http(s)://`` URL a :class:`~evstore.client.RemoteStore` (docs/http.md#the-client).
 
 :func:`open`, :func:`init` and :func:`migrate` are ``evstore.open``, ``evstore.init`` and
-``evstore.migrate``: each dispatches on the URL and calls the facade (store/api.py) or the
+``evstore.migrate``: each dispatches on the URL and calls the facade (store/facade/) or the
 client (store/client/). Schema commands need the database itself, so over HTTP they raise
 ``remote.unsupported``.
 """  # noqa: D205
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import error
+from .core.errors import error
 
 __all__ = ["init", "migrate", "open"]
 
@@ -40,7 +40,7 @@ def open(  # noqa: A001 - the documented API name
         methods (and ``remote.unsupported`` for those that need the database).
 
     Raises:
-        StoreStateError: as :func:`evstore.api.open`; ``store.url`` for a malformed HTTP URL.
+        StoreStateError: as :func:`evstore.facade.api.open`; ``store.url``: a malformed HTTP URL.
         InputError: ``input.invalid`` for a token or remote option with a database URL.
     """
     if _remote(url):
@@ -49,28 +49,28 @@ def open(  # noqa: A001 - the documented API name
         return RemoteStore(url, token=token, **remote)
     if token is not None or remote:
         raise error("input.invalid", "a token and HTTP options are for http(s):// store URLs")
-    from .api import open as open_local
+    from .facade.api import open as open_local
 
     return open_local(url, create=create)
 
 
 def init(url: str) -> dict[str, Any]:
-    """``evstore init`` (:func:`evstore.api.init`); ``remote.unsupported`` for an HTTP URL."""
+    """``evstore init`` (:func:`evstore.facade.api.init`); ``remote.unsupported`` over HTTP."""
     if _remote(url):
         from .client import unsupported
 
         raise unsupported("init")
-    from .api import init as init_local
+    from .facade.api import init as init_local
 
     return init_local(url)
 
 
 def migrate(url: str) -> dict[str, Any]:
-    """``evstore migrate`` (:func:`evstore.api.migrate`); ``remote.unsupported`` over HTTP."""
+    """``evstore migrate`` (:func:`evstore.facade.api.migrate`); HTTP: ``remote.unsupported``."""
     if _remote(url):
         from .client import unsupported
 
         raise unsupported("migrate")
-    from .api import migrate as migrate_local
+    from .facade.api import migrate as migrate_local
 
     return migrate_local(url)

@@ -153,7 +153,7 @@ def store_snapshot(store: evstore.Store) -> dict[str, list[tuple]]:
     """Every row of every evstore table (bytes included), sorted: for "store unchanged" checks."""
     import sqlalchemy as sa
 
-    from evstore.tables import metadata
+    from evstore.db.tables import metadata
 
     out: dict[str, list[tuple]] = {}
     with store.db.engine.connect() as conn:

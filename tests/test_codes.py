@@ -1,4 +1,4 @@
-"""One code table: every code raised in store/ and cli/ is a row of evstore.errors.CODES.
+"""One code table: every code raised in store/ and cli/ is a row of evstore.core.errors.CODES.
 
 Raise sites are found in the source (tools/gen_docs.py ``raise_sites``, which also writes the
 "raised in" column of docs/errors.md): the ``code=`` keyword of any call, the code argument of
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 import evstore
-from evstore import errors
-from evstore.errors import CODES, EvstoreError, Faults, error, error_class
+from evstore.core import errors
+from evstore.core.errors import CODES, EvstoreError, Faults, error, error_class
 
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = {"input", "contract", "binding", "not-found", "corruption", "store"}
@@ -76,7 +76,7 @@ def test_the_detector_sees_every_kind_of_raise_site(tmp_path, monkeypatch):
 
 def test_every_raised_code_is_in_the_table(sites):
     unknown = {code: where for code, where in sites.items() if code not in CODES}
-    assert not unknown, f"codes raised but missing from evstore.errors.CODES: {unknown}"
+    assert not unknown, f"codes raised but missing from evstore.core.errors.CODES: {unknown}"
 
 
 def test_every_table_code_is_raised_somewhere(sites):

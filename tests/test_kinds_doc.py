@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-from evstore.kinds import DETECTION_ORDER, KINDS, known_kinds
+from evstore.objects.kinds import DETECTION_ORDER, KINDS, known_kinds
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "kinds.md").read_text()
 

@@ -171,8 +171,8 @@ def test_an_old_store_finds_every_lookup_and_a_cut_long_identifier_whole(dump, e
     """Revision 0003: every old lookup still finds its artifact; a value the old code cut to
     512 characters is found by its whole value (restored from the document), never by the cut.
     """
-    from evstore.canonical import dumps
-    from evstore.digests import digest_bytes
+    from evstore.core.canonical import dumps
+    from evstore.core.digests import digest_bytes
 
     long_id = "S" * 700
     doc = [

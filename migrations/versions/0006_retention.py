@@ -10,7 +10,7 @@ VALID`` where a stored row already breaks one: a damaged store still migrates an
 check`` reports the damage; new rows are always checked). SQLite cannot add a constraint to a
 table in place: ``edges`` and ``artifacts`` are copied into new tables declaring the keys
 (their indexes and the revision-0003 digest triggers are recreated as they were); the
-migration runs with SQLite's foreign-key enforcement off (evstore.db.Database.migrate), so a
+migration runs with SQLite's foreign-key enforcement off (evstore.db.engine.Database.migrate), so a
 damaged row is copied as it is.
 
 Carrying a store over: every object that no edge refers to is rooted under ``default``, so

@@ -66,7 +66,7 @@ def upgrade() -> None:
 
 def _existing(conn: Any) -> Iterator[tuple[str, bytes]]:
     """``(address, entry bytes)`` of every object stored before the log, in the documented order."""
-    from evstore.log_entries import entry_bytes, iso_time
+    from evstore.objects.log_entries import entry_bytes, iso_time
 
     arts = conn.execute(
         sa.text(
@@ -94,7 +94,7 @@ def _existing(conn: Any) -> Iterator[tuple[str, bytes]]:
 
 
 def _backfill(conn: Any) -> None:
-    from evstore.log_entries import append_entries
+    from evstore.objects.log_entries import append_entries
 
     batch: list[tuple[str, bytes]] = []
     for item in list(_existing(conn)) if conn.dialect.name == "sqlite" else _existing(conn):

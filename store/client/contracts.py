@@ -1,6 +1,7 @@
 """The contract read namespaces of a :class:`~evstore.client.remote.RemoteStore`.
 
-Each method answers as the local namespace's (store/fragments.py, manifests.py, packages.py,
+Each method answers as the local namespace's (store/contracts/fragments/store.py, manifests.py,
+packages.py,
 contexts.py, runs.py) over the contract routes of docs/http.md, and checks what it can
 against bytes it verified itself:
 
@@ -25,10 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import ArtifactResult, Document
-from ..canonical import dumps, loads
-from ..digests import Digest, digest_bytes
-from ..errors import EvstoreError, error
-from ..refs import parse_ref
+from ..core.canonical import dumps, loads
+from ..core.digests import Digest, digest_bytes
+from ..core.errors import EvstoreError, error
+from ..core.refs import parse_ref
 from .http import unsupported
 from .retention import root_params
 from .shapes import artifact_info

@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from ..errors import (
+from ..core.errors import (
     CODES,
     BindingConflict,
     ContractError,

@@ -31,10 +31,10 @@ from typing import IO, Any, BinaryIO
 import httpx
 
 from .. import ArtifactInfo, ArtifactResult, Document, IngestReport, PutResult
-from ..canonical import dumps, loads
-from ..digests import Digest, Hasher, digest_bytes
-from ..errors import EvstoreError, error
-from ..refs import ContentRef, parse_ref, parse_refs
+from ..core.canonical import dumps, loads
+from ..core.digests import Digest, Hasher, digest_bytes
+from ..core.errors import EvstoreError, error
+from ..core.refs import ContentRef, parse_ref, parse_refs
 from .contracts import (
     RemoteContexts,
     RemoteFragments,

@@ -1,6 +1,6 @@
 """``store.retention`` of a remote store: roots and gc over HTTP (docs/http.md#retention).
 
-The same methods and answers as :class:`evstore.retention.RetentionOps` for retain,
+The same methods and answers as :class:`evstore.retention.ops.RetentionOps` for retain,
 release, roots, history, missing and gc; who acts is the token's id (the server records it,
 ``actor`` is not sent). Audits run beside the database: ``remote.unsupported``. Writes of a
 remote store send the root of :func:`evstore.rooting` (:func:`root_params`).
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import current_root, rooting
-from ..errors import error
+from ..core.errors import error
 from .http import unsupported
 
 __all__ = ["RemoteGcReport", "RemoteRetention", "root_params"]
@@ -32,7 +32,7 @@ def root_params() -> dict[str, str]:
 
 @dataclass
 class RemoteGcReport:
-    """The answer of ``POST /v1/gc``: the fields of ``evstore.gc.GcReport.to_dict()``."""
+    """The answer of ``POST /v1/gc``: the fields of ``evstore.retention.gc.GcReport.to_dict()``."""
 
     dry_run: bool
     count: int = 0

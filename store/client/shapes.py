@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import ArtifactInfo
-from ..digests import Digest
+from ..core.digests import Digest
 
 __all__ = ["RemoteWarning", "artifact_info", "forms_digest", "warning_dicts"]
 

@@ -15,7 +15,7 @@ from markupsafe import Markup
 
 from .. import EvstoreError, bindings_of_fragment, dumps, edges_from, error
 from .render import ev_text, highlight_window, is_ref, object_url, utf8_floor
-from .views import BLOB_WINDOW, _edges_in, page_for, summary
+from .views import BLOB_WINDOW, edges_in, page_for, summary
 
 __all__ = [
     "context_view",
@@ -88,7 +88,7 @@ def fragment_view(store: Any, base: str, ref: str, offset: int | None) -> dict[s
         "source": source,
         "bindings": bindings_of_fragment(store, frag),
         "siblings": siblings,
-        "edges_in": _edges_in(store, base, info["address"]),
+        "edges_in": edges_in(store, base, info["address"]),
     }
 
 
@@ -136,7 +136,7 @@ def manifest_view(store: Any, base: str, ref: str, offset: int) -> dict[str, Any
         "items": items,
         "content": content,
         "target": doc.get("review/target"),
-        "edges_in": _edges_in(store, base, info["address"]),
+        "edges_in": edges_in(store, base, info["address"]),
     }
 
 
@@ -230,7 +230,7 @@ def package_view(store: Any, base: str, ref: str, offset: int) -> dict[str, Any]
         "nodes": _tree_nodes(context.get("nodes", [])),
         "item_url": item_url,
         "envelopes": envelopes,
-        "edges_in": _edges_in(store, base, info["address"]),
+        "edges_in": edges_in(store, base, info["address"]),
     }
 
 
@@ -257,7 +257,7 @@ def envelope_view(store: Any, base: str, ref: str) -> dict[str, Any]:
         "env": env,
         "package_url": pkg_url,
         "claims": _claims(env, by_id, item_url),
-        "edges_in": _edges_in(store, base, info["address"]),
+        "edges_in": edges_in(store, base, info["address"]),
     }
 
 
@@ -340,7 +340,7 @@ def context_view(
         "window": window,
         "recomputed": recomputed,
         "runs": [{"address": r["address"], "url": f"{base}/run/{r['address']}"} for r in runs],
-        "edges_in": _edges_in(store, base, info["address"]),
+        "edges_in": edges_in(store, base, info["address"]),
     }
 
 
@@ -372,5 +372,5 @@ def run_view(store: Any, base: str, ref: str) -> dict[str, Any]:
         "folders": folders,
         "index_url": page_for(base, index.get("raw", ""), []) if index.get("raw") else None,
         "ec": tree.get("evidence_context"),
-        "edges_in": _edges_in(store, base, info["address"]),
+        "edges_in": edges_in(store, base, info["address"]),
     }

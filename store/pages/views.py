@@ -19,6 +19,7 @@ __all__ = [
     "KIND_PAGES",
     "artifact_view",
     "blob_view",
+    "edges_in",
     "home_view",
     "json_view",
     "kind_view",
@@ -150,7 +151,7 @@ def artifact_view(store: Any, base: str, ref: str) -> dict[str, Any]:
         "verdict": verdict,
         "tree": tree,
         "edges_out": _edges_out(store, base, address),
-        "edges_in": _edges_in(store, base, address),
+        "edges_in": edges_in(store, base, address),
         "raw_url": f"{base}/raw/{address}",
     }
 
@@ -173,7 +174,8 @@ def _edges_out(store: Any, base: str, address: str) -> list[dict[str, Any]]:
     return [{**e, "url": page_for(base, e["dst"], e["kinds"])} for e in edges_from(store, address)]
 
 
-def _edges_in(store: Any, base: str, address: str) -> list[dict[str, Any]]:
+def edges_in(store: Any, base: str, address: str) -> list[dict[str, Any]]:
+    """The referrers of ``address``, each with the URL of its page under ``base``."""
     return [
         {**r, "url": page_for(base, r["address"], r["kinds"])} for r in store.runs.refs(address)
     ]
@@ -219,7 +221,7 @@ def blob_view(store: Any, base: str, ref: str, offset: int) -> dict[str, Any]:
         "text": text,
         "hex": hexdump,
         "page": page,
-        "edges_in": _edges_in(store, base, address),
+        "edges_in": edges_in(store, base, address),
         "raw_url": f"{base}/raw/{address}",
     }
 

@@ -34,7 +34,14 @@ from .limits import BodyTooLarge, Guard, Limits, TransferAborted, too_large
 from .problems import problem
 from .signer import DEFAULT_EVERY_S, signing
 
-__all__ = ["ROUTER_MODULES", "STORE_NAME", "Served", "create_app", "served"]
+__all__ = [
+    "ROUTER_MODULES",
+    "STORE_NAME",
+    "Served",
+    "create_app",
+    "served",
+    "version",
+]
 
 log = logging.getLogger("server")
 
@@ -78,7 +85,8 @@ def served(request: Request) -> Served:
     return value
 
 
-def _version() -> str:
+def version() -> str:
+    """The installed evstore version (``"0"`` in a source tree that is not installed)."""
     try:
         return metadata.version("evidence-store")
     except metadata.PackageNotFoundError:  # pragma: no cover - a source tree not installed
@@ -168,7 +176,7 @@ def _store_app(one: Served) -> FastAPI:
     app = FastAPI(
         dependencies=[Depends(single_valued)],
         title="evstore" if one.name is None else f"evstore: {one.name}",
-        version=_version(),
+        version=version(),
         summary="evstore HTTP API v1 (docs/http.md)",
         docs_url=None,
         redoc_url=None,

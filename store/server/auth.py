@@ -19,7 +19,7 @@ from .app import Served, served
 
 __all__ = ["SCOPES", "actor", "admin", "ingester", "reader", "require", "writes_leases"]
 
-#: Token scopes, lowest first (evstore.tokens.SCOPES).
+#: Token scopes, lowest first (evstore.access.tokens.SCOPES).
 SCOPES = ("read", "ingest", "admin")
 
 _bearer = HTTPBearer(auto_error=False, description="A token made with `evstore token create`.")
@@ -55,7 +55,7 @@ def require(need: str) -> Callable[..., Served]:
                 scope=scope,
                 needed=need,
             )
-        # a live token's text is ``evst_<id>_<secret>`` (evstore.tokens): its id is the actor
+        # a live token's text is ``evst_<id>_<secret>`` (evstore.access.tokens): its id is the actor
         request.state.actor, request.state.scope = text[5:17], scope
         return one
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends
 
-from .app import Served, _version, served
+from .app import Served, served, version
 
 __all__ = ["router"]
 
@@ -22,7 +22,7 @@ def about(one: Served = Depends(served)) -> dict[str, Any]:  # noqa: B008
     """``{"store": NAME|null, "evstore": VERSION, "backend", "public_read"}`` (no token)."""
     return {
         "store": one.name,
-        "evstore": _version(),
+        "evstore": version(),
         "backend": one.backend,
         "public_read": one.public_read,
     }

@@ -34,7 +34,7 @@ PROBLEM_TYPE = "https://evstore.dev/errors/"
 #: Seconds a client is asked to wait after a 503 (``Retry-After``).
 RETRY_AFTER_S = 1
 
-#: Status by family of the evstore error tree (evstore.errors).
+#: Status by family of the evstore error tree (evstore.core.errors).
 STATUS_BY_FAMILY: Mapping[str, int] = {
     "input": 400,
     "contract": 422,

@@ -2,7 +2,7 @@
 
 ``evstore serve --log-key PATH`` signs a checkpoint of every served store's log every
 ``--checkpoint-every`` seconds (default 60), from a task of the server's event loop: the
-signing itself (:meth:`evstore.log.LogOps.checkpoint`) runs in a worker thread, checks that
+signing itself (:meth:`evstore.log.ops.LogOps.checkpoint`) runs in a worker thread, checks that
 the new tree is consistent with the previous checkpoint before it signs, and signs nothing
 when the log has not grown. A store whose log has no verifier key, or another one, is logged
 once per reason and skipped; the other stores are still signed. The private key stays a

@@ -168,7 +168,7 @@ def test_console_script_no_traceback_on_bad_input(tmp_path):
 
 def test_check_lists_recorded_warnings_without_failing(run):
     import evstore
-    from evstore.artifacts import Warning_
+    from evstore.objects.artifacts import Warning_
 
     run("init")
     with evstore.open(run.url) as s:
@@ -223,12 +223,12 @@ sys.stderr.write("\\nMODULES " + json.dumps(loaded) + "\\n")
 _HEAVY = (
     "alembic",
     "jsonschema_rs",
-    "evstore.fragments",
-    "evstore.manifests",
-    "evstore.packages",
-    "evstore.package_rules",
-    "evstore.contexts",
-    "evstore.runs",
+    "evstore.contracts.fragments.store",
+    "evstore.contracts.manifests.store",
+    "evstore.contracts.packages.store",
+    "evstore.contracts.packages.rules",
+    "evstore.contracts.contexts.store",
+    "evstore.contracts.runs.store",
     "evstore.cli.fragments",
     "evstore.cli.manifests",
     "evstore.cli.packages",

@@ -12,10 +12,10 @@ import sqlalchemy as sa
 from click.testing import CliRunner
 
 import evstore
-from evstore.canonical import dumps
 from evstore.cli.main import cli
-from evstore.context_rules import select_excerpt
-from evstore.tables import blobs
+from evstore.contracts.contexts.rules import select_excerpt
+from evstore.core.canonical import dumps
+from evstore.db.tables import blobs
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "bundle"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from evstore.context_rules import (
+from evstore.contracts.contexts.rules import (
     DESCRIPTOR_KEYS,
     EVIDENCE_CONTEXT_DESCRIPTOR,
     SOURCE_DOCUMENT_DESCRIPTOR,
@@ -26,8 +26,8 @@ from evstore.context_rules import (
     validate_payload,
     validate_source_document,
 )
-from evstore.errors import CODES as ALL_CODES
-from evstore.errors import ContextError, ContractError
+from evstore.core.errors import CODES as ALL_CODES
+from evstore.core.errors import ContextError, ContractError
 
 CONTRACT = "contracts/notarius-evidence-context-v1.md"
 

@@ -11,8 +11,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from evstore import context_rules, context_schema
-from evstore.context_rules import (
+from evstore.contracts.contexts import rules as context_rules
+from evstore.contracts.contexts import schema as context_schema
+from evstore.contracts.contexts.rules import (
     DESCRIPTOR_KEYS,
     EVIDENCE_CONTEXT_DESCRIPTOR,
     REF_FIELDS,
@@ -21,7 +22,7 @@ from evstore.context_rules import (
     UNIT_OPTIONAL_FIELDS,
     check_descriptor,
 )
-from evstore.errors import CODES, ContextError, Faults
+from evstore.core.errors import CODES, ContextError, Faults
 
 
 def _unit(uid: Any = 1) -> dict[str, Any]:

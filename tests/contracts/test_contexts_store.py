@@ -15,11 +15,11 @@ import pytest
 import sqlalchemy as sa
 
 from evstore import Document
-from evstore.canonical import dumps
-from evstore.context_rules import select_excerpt
-from evstore.contexts import EvidenceContextKind
-from evstore.errors import EvstoreError, InputError, NotFound
-from evstore.tables import edges
+from evstore.contracts.contexts.rules import select_excerpt
+from evstore.contracts.contexts.store import EvidenceContextKind
+from evstore.core.canonical import dumps
+from evstore.core.errors import EvstoreError, InputError, NotFound
+from evstore.db.tables import edges
 
 
 def unit(uid: int, text: str, **metadata: Any) -> dict[str, Any]:

@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 import evstore
 from evstore import Document
-from evstore.canonical import dumps
 from evstore.cli.main import cli
-from evstore.kinds import claiming_kind, get_handler
+from evstore.core.canonical import dumps
+from evstore.objects.kinds import claiming_kind, get_handler
 
 FRAGMENT = {
     "document_id": "doc-1",
@@ -153,7 +153,7 @@ def test_store_holding_a_claimed_json_document_opens_and_passes_check(store_url)
     canonical = dumps(_without("quote_sha256"))
     with evstore.open(store_url) as s:
         with s.db.engine.begin() as conn:
-            from evstore.artifacts import put_artifact
+            from evstore.objects.artifacts import put_artifact
 
             put_artifact(conn, "json", "rfc8785", canonical)
     with evstore.open(store_url) as s:

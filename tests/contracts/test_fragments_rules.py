@@ -1,4 +1,5 @@
-"""templiqx evidence fragment v1alpha1: the pure rules (evstore.fragment_rules), no database.
+"""templiqx evidence fragment v1alpha1: the pure rules (evstore.contracts.fragments.rules), no
+database.
 
 Upstream vectors come from ../shared through the ``shared_dir`` fixture; every other case is
 built here. Rule cases assert the code and the pointer of every fault, in order.
@@ -17,11 +18,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evstore import errors
-from evstore import fragment_bytes as fb
-from evstore import fragment_rules as fr
-from evstore.canonical import dumps
-from evstore.errors import CODES, BindingConflict, ContractError, EvstoreError, error
+from evstore.contracts.fragments import rules as fr
+from evstore.contracts.fragments import rules_bytes as fb
+from evstore.core import errors
+from evstore.core.canonical import dumps
+from evstore.core.errors import CODES, BindingConflict, ContractError, EvstoreError, error
 
 TEMPLIQX = Path("fixtures/templiqx/examples")
 CONTRACT_MD = Path("contracts/templiqx-evidence-fragment-v1alpha1.md")

@@ -14,10 +14,11 @@ import pytest
 import sqlalchemy as sa
 
 import evstore
-from evstore import Document, errors
-from evstore import fragment_rules as fr
-from evstore.canonical import dumps
-from evstore.tables import bindings, edges
+from evstore import Document
+from evstore.contracts.fragments import rules as fr
+from evstore.core import errors
+from evstore.core.canonical import dumps
+from evstore.db.tables import bindings, edges
 
 TEMPLIQX = Path("fixtures/templiqx/examples")
 TEXT_FIELDS = ("document_text", "intake_text", "timesheet_text")
@@ -554,7 +555,11 @@ def test_ops_validate_uses_the_store_setting(mixed: evstore.Store) -> None:
 
 def test_kind_check_and_audit_return_faults(mixed: evstore.Store) -> None:
     """The handlers' check returns Faults; store.validate lists them in order."""
-    from evstore.fragments import FragmentBatchKind, FragmentKind, FragmentSourceKind
+    from evstore.contracts.fragments.store import (
+        FragmentBatchKind,
+        FragmentKind,
+        FragmentSourceKind,
+    )
 
     batch = {"evidence": [make(MIXED, 1, 2), make(MIXED, 1, 3, quote_sha256="0" * 64)]}
     report = mixed.validate([Document(dumps(batch))])

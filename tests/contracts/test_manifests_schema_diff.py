@@ -26,9 +26,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evstore import manifest_rules as m
-from evstore.canonical import loads
-from evstore.digests import sha256_b64u
+from evstore.contracts.manifests import rules as m
+from evstore.core.canonical import loads
+from evstore.core.digests import sha256_b64u
 
 pytestmark = pytest.mark.shared
 

@@ -19,12 +19,12 @@ from click.testing import CliRunner
 
 import evstore
 from evstore import Document
-from evstore import manifest_rules as m
-from evstore import manifests as ms
 from evstore.cli.main import cli
-from evstore.digests import sha256_b64u
-from evstore.errors import CODES, EvstoreError, Faults, ManifestBindingError, ManifestError
-from evstore.tables import bindings, edges
+from evstore.contracts.manifests import rules as m
+from evstore.contracts.manifests import store as ms
+from evstore.core.digests import sha256_b64u
+from evstore.core.errors import CODES, EvstoreError, Faults, ManifestBindingError, ManifestError
+from evstore.db.tables import bindings, edges
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "manifests"
@@ -110,7 +110,7 @@ def _doc(doc: dict[str, Any], name: str = "m.json") -> Document:
 
 
 def _address(doc: dict[str, Any]) -> str:
-    return "blake3:" + evstore.digests.blake3_hex(evstore.canonical.dumps(doc))
+    return "blake3:" + evstore.core.digests.blake3_hex(evstore.core.canonical.dumps(doc))
 
 
 # --- acceptance ------------------------------------------------------------------------------

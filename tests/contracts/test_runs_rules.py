@@ -7,9 +7,10 @@ from typing import Any
 import jsonschema
 import pytest
 
-from evstore import bundle_layout, run_rules
-from evstore.context_rules import DESCRIPTOR_KEYS, EVIDENCE_CONTEXT_DESCRIPTOR
-from evstore.errors import CODES, BundleError, Faults
+from evstore.contracts.contexts.rules import DESCRIPTOR_KEYS, EVIDENCE_CONTEXT_DESCRIPTOR
+from evstore.contracts.runs import rules as run_rules
+from evstore.contracts.runs import rules_bundle as bundle_layout
+from evstore.core.errors import CODES, BundleError, Faults
 
 RAW = "blake3:" + "0" * 64
 

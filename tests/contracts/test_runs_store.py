@@ -17,13 +17,13 @@ import pytest
 import sqlalchemy as sa
 
 from evstore import Document
-from evstore.bundle_layout import BUNDLE_KINDS, check_logical_name
-from evstore.canonical import dumps
-from evstore.context_rules import EVIDENCE_CONTEXT_DESCRIPTOR, SOURCE_DOCUMENT_DESCRIPTOR
-from evstore.errors import EvstoreError, InputError
-from evstore.kinds import get_handler
-from evstore.run_rules import RUN_RECORD_FORMAT
-from evstore.tables import blobs
+from evstore.contracts.contexts.rules import EVIDENCE_CONTEXT_DESCRIPTOR, SOURCE_DOCUMENT_DESCRIPTOR
+from evstore.contracts.runs.rules import RUN_RECORD_FORMAT
+from evstore.contracts.runs.rules_bundle import BUNDLE_KINDS, check_logical_name
+from evstore.core.canonical import dumps
+from evstore.core.errors import EvstoreError, InputError
+from evstore.db.tables import blobs
+from evstore.objects.kinds import get_handler
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "bundle"

@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from pages_helpers import ROOT, ingest_examples, ingest_hostile
 
 import evstore
-from evstore.tables import blobs
+from evstore.db.tables import blobs
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [

@@ -26,7 +26,7 @@ from pages_helpers import (
 )
 
 import evstore
-from evstore.tables import blobs
+from evstore.db.tables import blobs
 
 MARK = re.compile(r"<mark\b([^>]*)>(.*?)</mark>", re.S)
 TAG = re.compile(r"<[^>]+>")

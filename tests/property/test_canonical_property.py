@@ -26,7 +26,7 @@ import rfc8785
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from evstore.canonical import MAX_DEPTH, MAX_SAFE_INTEGER, dumps, loads
+from evstore.core.canonical import MAX_DEPTH, MAX_SAFE_INTEGER, dumps, loads
 
 # ---------------------------------------------------------------------------------------
 # Strategies: the strict reader's domain
@@ -306,7 +306,7 @@ _fast_values = st.recursive(
 @example({"\ue000": 1, "\U00010000": 2})  # astral key: must fall back (UTF-16 order differs)
 @example({"a\u007f": '\x00\x1f\u2028"\\/', "A": [True, None, -0]})
 def test_fast_path_is_byte_identical_to_rfc8785(value):
-    from evstore import canonical
+    from evstore.core import canonical
 
     assert canonical.dumps(value) == rfc8785.dumps(value)
     has_astral_key = False
@@ -347,7 +347,7 @@ def _plain(x: float) -> bool:
 @example([1e-4, 0.0001000000000000001, 123.456, -2.5e-3])
 @example({"a": 9.999999999999999e-05, "b": 1e16 + 2.0})
 def test_fast_path_with_floats_is_byte_identical_to_rfc8785(value):
-    from evstore import canonical
+    from evstore.core import canonical
 
     floats, astral, stack = [], False, [value]
     while stack:

@@ -14,13 +14,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from evstore.context_rules import (
+from evstore.contracts.contexts.rules import (
     check_against_source,
     select_excerpt,
     validate_payload,
     validate_source_document,
 )
-from evstore.errors import ContextError
+from evstore.core.errors import ContextError
 
 SOURCE_ID = "session-alpha"
 

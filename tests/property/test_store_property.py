@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evstore import Document
-from evstore.canonical import MAX_SAFE_INTEGER, dumps, loads
+from evstore.core.canonical import MAX_SAFE_INTEGER, dumps, loads
 
 scalars = (
     st.none()

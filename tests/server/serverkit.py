@@ -23,7 +23,7 @@ import sqlalchemy as sa
 import uvicorn
 
 import evstore
-from evstore.tables import blob_chunks, blobs
+from evstore.db.tables import blob_chunks, blobs
 
 EVSTORE = str(Path(sys.executable).with_name("evstore"))
 START_S = 30.0

@@ -15,7 +15,7 @@ from serverkit import EVSTORE
 from test_http_security import _bundle, _tar
 
 import evstore
-from evstore.tables import leases
+from evstore.db.tables import leases
 
 OLD = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import evstore
-from evstore.canonical import dumps
+from evstore.core.canonical import dumps
 
 REPO = Path(__file__).resolve().parents[2]
 EX = REPO / "examples"

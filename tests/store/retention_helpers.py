@@ -42,13 +42,13 @@ def stored(store: evstore.Store) -> set[str]:
 
 def advance(seconds: float) -> None:
     """Move the retention clock (every store of this process) forward."""
-    from evstore.leases import CLOCK
+    from evstore.objects.leases import CLOCK
 
     CLOCK.offset += dt.timedelta(seconds=seconds)
 
 
 def reset_clock() -> None:
-    from evstore.leases import CLOCK
+    from evstore.objects.leases import CLOCK
 
     CLOCK.offset = dt.timedelta(0)
 
@@ -58,7 +58,7 @@ def make_manifest(content: bytes, tag: str) -> bytes:
     recomputed): many distinct manifests that share a small pool of contents."""
     import json
 
-    from evstore.digests import sha256_b64u
+    from evstore.core.digests import sha256_b64u
 
     doc = json.loads(MANIFEST)
     digest = "sha256:" + sha256_b64u(content)

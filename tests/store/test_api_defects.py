@@ -73,6 +73,7 @@ def test_a_closed_store_refuses_every_call(store_url):
         "runs": lambda: store.runs,
         "log": lambda: store.log,
         "retention": lambda: store.retention,
+        "transactions": lambda: store.transactions,
     }
     public = {
         n

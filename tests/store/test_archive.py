@@ -18,8 +18,8 @@ import sqlalchemy as sa
 from archive_helpers import REVISION, Layout
 
 import evstore
-from evstore.canonical import dumps
-from evstore.kinds import KINDS
+from evstore.core.canonical import dumps
+from evstore.objects.kinds import KINDS
 
 
 def _export(url: str, refs, out: Path, **kw) -> evstore.ExportReport:  # type: ignore[name-defined]

@@ -5,8 +5,8 @@ import json
 import sqlalchemy as sa
 
 from evstore import Document
-from evstore.digests import digest_bytes
-from evstore.tables import edges
+from evstore.core.digests import digest_bytes
+from evstore.db.tables import edges
 
 
 def test_mentions_edges_to_stored_blobs_and_to_earlier_documents_of_the_batch(store):

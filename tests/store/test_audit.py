@@ -10,7 +10,7 @@ from retention_helpers import CONTENT, CONTENT_ADDRESS, make_manifest, manifest_
 
 import evstore
 from evstore import Document
-from evstore.tables import bindings, blobs
+from evstore.db.tables import bindings, blobs
 
 
 @pytest.fixture

@@ -6,10 +6,10 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from evstore import blobs
-from evstore import db as dbmod
-from evstore.bindings import BindingBatch, lookup_binding
-from evstore.tables import bindings
+from evstore.db import engine as dbmod
+from evstore.db.tables import bindings
+from evstore.objects import blobs
+from evstore.objects.bindings import BindingBatch, lookup_binding
 
 
 def test_binding_batch_decides_in_order_and_inserts_once(store):

@@ -1,7 +1,7 @@
 """The first-write-wins primitive on both backends."""
 
 import evstore
-from evstore.bindings import bind, bind_many, lookup_binding
+from evstore.objects.bindings import bind, bind_many, lookup_binding
 
 
 def test_bind_once_then_conflict(store):

@@ -6,9 +6,9 @@ import pytest
 import sqlalchemy as sa
 
 import evstore
-from evstore.blobs import CHUNK_SIZE, INLINE_MAX
-from evstore.digests import digest_bytes
-from evstore.tables import blob_chunks, blobs
+from evstore.core.digests import digest_bytes
+from evstore.db.tables import blob_chunks, blobs
+from evstore.objects.blobs import CHUNK_SIZE, INLINE_MAX
 
 
 def _corrupt_inline(store, address_hex, data):
@@ -167,7 +167,7 @@ def test_malformed_rows_are_corruption_not_crashes(store):
 def test_bulk_copy_falls_back_when_a_concurrent_writer_stored_a_row_first(store):
     if store.db.backend != "postgresql":
         pytest.skip("the COPY bulk path is PostgreSQL's")
-    from evstore import blobs as b
+    from evstore.objects import blobs as b
 
     datas = [b"row %d" % i for i in range(1200)]
     store.put(datas[7])  # stored by "someone else" after our existence check

@@ -10,7 +10,7 @@ import blake3
 import pytest
 
 import evstore
-import evstore.ingest as ingest_mod
+import evstore.facade.ingest as ingest_mod
 from evstore import Document
 
 

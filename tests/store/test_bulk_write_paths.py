@@ -12,10 +12,10 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 import evstore
-from evstore import blobs as blobs_mod
-from evstore.tables import leases, log_entries, roots
+from evstore.db.tables import leases, log_entries, roots
+from evstore.objects import blobs as blobs_mod
 
-N = 600  # above the COPY threshold (evstore.db.COPY_MIN_ROWS) and SQLite's list size
+N = 600  # above the COPY threshold (evstore.db.engine.COPY_MIN_ROWS) and SQLite's list size
 
 
 def _count(store: evstore.Store, table: sa.Table) -> int:

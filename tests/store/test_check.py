@@ -1,4 +1,4 @@
-"""The batched check (store/check.py): same faults as the per-object check it replaced, and
+"""The batched check (store/check/checker.py): same faults as the per-object check it replaced, and
 its options: sample, kinds, since/record (interrupted runs), jobs, read-only stores."""
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ from sqlalchemy import event
 from tamperkit import tampering
 
 import evstore
-from evstore import blobs as _blobs
-from evstore.artifacts import Document
-from evstore.canonical import dumps, loads
-from evstore.check import CheckOptions, check_store
-from evstore.errors import EvstoreError, Faults, error
-from evstore.kinds import get_handler
-from evstore.refs import parse_ref
-from evstore.settings import load_settings
-from evstore.tables import artifacts, blob_chunks, blobs, verified
-from evstore.txn import Txn
+from evstore.check.checker import CheckOptions, check_store
+from evstore.core.canonical import dumps, loads
+from evstore.core.errors import EvstoreError, Faults, error
+from evstore.core.refs import parse_ref
+from evstore.db.settings import load_settings
+from evstore.db.tables import artifacts, blob_chunks, blobs, verified
+from evstore.objects import blobs as _blobs
+from evstore.objects.artifacts import Document
+from evstore.objects.kinds import get_handler
+from evstore.objects.txn import Txn
 
 
 # -- the per-object check of the previous release, kept here as the oracle ------------------
@@ -34,7 +34,7 @@ def _oracle(db) -> Iterator[EvstoreError]:
         cols = (blobs.c.address, blobs.c.sha256, blobs.c.size, blobs.c.chunk_set)
         for r in conn.execute(sa.select(*cols).order_by(blobs.c.address)).all():
             try:
-                fault = _blobs.verify_stored(conn, _blobs._row(r))
+                fault = _blobs.verify_stored(conn, _blobs.row_from(r))
             except EvstoreError as exc:
                 fault = exc
             if fault is not None:
@@ -143,7 +143,7 @@ def test_batched_check_finds_exactly_the_faults_of_the_per_object_check(
     store, monkeypatch, batch, jobs, group
 ):
     if group is not None:  # bytes read per query: a few objects each
-        monkeypatch.setattr("evstore.check._GROUP_BYTES", group)
+        monkeypatch.setattr("evstore.check.checker._GROUP_BYTES", group)
     bad = _tampered(store)
     expected = _key(_oracle(store.db))
     got = _key(check_store(store.db, options=CheckOptions(batch=batch, jobs=jobs, record=False)))

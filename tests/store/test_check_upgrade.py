@@ -14,8 +14,8 @@ from alembic import command
 from alembic.config import Config
 
 import evstore
-from evstore.artifacts import Document
-from evstore.db import head_revision
+from evstore.db.engine import head_revision
+from evstore.objects.artifacts import Document
 
 
 def _alembic(url: str, verb: str, revision: str) -> None:

@@ -7,13 +7,13 @@ import sys
 import sqlalchemy as sa
 
 import evstore
-from evstore.tables import artifacts, bindings, blobs
+from evstore.db.tables import artifacts, bindings, blobs
 
 WORKER = r"""
 import json, sys
 import evstore
 from evstore import Document
-from evstore.bindings import bind
+from evstore.objects.bindings import bind
 
 url, i = sys.argv[1], int(sys.argv[2])
 out = {"puts": [], "errors": [], "bind": None}
@@ -196,7 +196,7 @@ SAME_300 = r"""
 import hashlib, json, random, sys, time
 import evstore
 from evstore import Document
-from evstore.canonical import dumps
+from evstore.core.canonical import dumps
 
 url, writer, start = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 

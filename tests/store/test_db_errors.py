@@ -21,10 +21,10 @@ from click.testing import CliRunner
 from sqlalchemy import event
 
 import evstore
-from evstore import db as dbmod
 from evstore.cli.main import cli
-from evstore.db import FAULTS, Database, classify, normalize_url, raw_driver, translate
-from evstore.errors import CODES, EvstoreError, NotFound, StoreStateError
+from evstore.core.errors import CODES, EvstoreError, NotFound, StoreStateError
+from evstore.db import engine as dbmod
+from evstore.db.engine import FAULTS, Database, classify, normalize_url, raw_driver, translate
 
 PG_ONLY = pytest.mark.parametrize("backend", ["postgresql"])
 SQLITE_ONLY = pytest.mark.parametrize("backend", ["sqlite"])
@@ -442,12 +442,12 @@ def test_pg_copy_path_with_1200_new_blobs(store):
 
 @PG_ONLY
 def test_pg_copy_meeting_stored_rows_takes_the_staging_path(store, monkeypatch):
-    from evstore import blobs as blobs_mod
+    from evstore.objects import blobs as blobs_mod
 
     first = _small_blobs(600, "stage")
     store.put_many(first)
     # as if a concurrent writer had stored the first 600 after we looked
-    monkeypatch.setattr(blobs_mod, "_existing", lambda conn, addresses: {})
+    monkeypatch.setattr(blobs_mod, "existing_rows", lambda conn, addresses: {})
     items = first + _small_blobs(600, "fresh")
     results = store.put_many(items)
     assert len(results) == 1200

@@ -1,5 +1,6 @@
 """Fail closed: a kind whose handler cannot be imported is refused, typed, everywhere."""
 
+import importlib
 import json
 import subprocess
 import sys
@@ -8,36 +9,38 @@ from pathlib import Path
 import pytest
 
 import evstore
-from evstore import Document, kinds
+from evstore import Document
+from evstore.objects import kinds
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFEST = (REPO / "examples" / "manifests" / "manifest.json").read_bytes()
 CONTENT = (REPO / "examples" / "manifests" / "rendered-evidence.md").read_bytes()
 HIDDEN = (
-    "evstore.manifests",
-    "evstore.manifest_rules",
-    "evstore.packages",
-    "evstore.package_rules",
-    "evstore.package_schema",
-    "evstore.package_context",
-    "evstore.context_schema",
-    "evstore.context_rules",
-    "evstore.contexts",
-    "evstore.bundle_layout",
-    "evstore.json_schema",
-    "evstore.run_rules",
-    "evstore.runs",
+    "evstore.contracts.manifests.store",
+    "evstore.contracts.manifests.rules",
+    "evstore.contracts.packages.store",
+    "evstore.contracts.packages.rules",
+    "evstore.contracts.packages.schema",
+    "evstore.contracts.packages.rules_context",
+    "evstore.contracts.contexts.schema",
+    "evstore.contracts.contexts.rules",
+    "evstore.contracts.contexts.store",
+    "evstore.contracts.runs.rules_bundle",
+    "evstore.core.json_schema",
+    "evstore.contracts.runs.rules",
+    "evstore.contracts.runs.store",
 )
 
 
 def _hide(monkeypatch):
     """Make jsonschema_rs unimportable and forget every module that imports it (from
-    sys.modules and as attributes of the evstore package, which `from . import x` reads)."""
+    sys.modules and as attributes of their parent packages, which `from . import x` reads)."""
     kinds.clear_cache()
     monkeypatch.setitem(sys.modules, "jsonschema_rs", None)
     for name in HIDDEN:
         monkeypatch.delitem(sys.modules, name, raising=False)
-        monkeypatch.delattr(evstore, name.rsplit(".", 1)[1], raising=False)
+        parent, leaf = name.rsplit(".", 1)
+        monkeypatch.delattr(importlib.import_module(parent), leaf, raising=False)
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 import evstore
 from evstore import Document
-from evstore.canonical import dumps, loads
 from evstore.cli.main import cli
+from evstore.core.canonical import dumps, loads
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

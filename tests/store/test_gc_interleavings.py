@@ -1,7 +1,7 @@
 """A collection at each step of an ingest: every ingest ends complete or typed-failed, and no
 edge ever dangles (issue 12, "Interleavings"), on both backends.
 
-The steps are the hooks of evstore.leases: "bytes stored" (the artifact's bytes written),
+The steps are the hooks of evstore.objects.leases: "bytes stored" (the artifact's bytes written),
 "lease extended" (the objects its edges refer to locked and leased), "edges written" and
 "commit" (roots written, just before the commit). At the chosen step a collector starts in
 another thread with its own connections and gets up to 2 s to finish: on PostgreSQL it runs
@@ -16,8 +16,8 @@ import pytest
 from retention_helpers import CONTENT, dangling_edges, manifest_doc, reset_clock, stored
 
 import evstore
-from evstore import leases
-from evstore.canonical import dumps, loads
+from evstore.core.canonical import dumps, loads
+from evstore.objects import leases
 
 STEPS = ("bytes stored", "lease extended", "edges written", "commit")
 

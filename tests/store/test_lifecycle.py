@@ -6,8 +6,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
 import evstore
-from evstore.db import Database, head_revision
-from evstore.tables import metadata
+from evstore.db.engine import Database, head_revision
+from evstore.db.tables import metadata
 
 
 def test_missing_store_is_not_created(empty_url, backend, tmp_path):
@@ -52,8 +52,8 @@ def test_schema_behind_is_refused_then_migrated(store_url):
 def test_behind_store_needs_explicit_migrate_and_keeps_its_data(empty_url):
     from alembic import command
 
-    from evstore.bindings import bind, lookup_binding
-    from evstore.db import _alembic_config
+    from evstore.db.engine import _alembic_config
+    from evstore.objects.bindings import bind, lookup_binding
 
     db = Database(empty_url)
     if db.sqlite_path is not None:
@@ -87,7 +87,7 @@ def test_schema_revisions_read_as_text_match_alembic():
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-    from evstore.db import schema_revisions
+    from evstore.db.engine import schema_revisions
 
     cfg = Config()
     cfg.set_main_option("script_location", str(resources.files("evstore.migrations")))

@@ -19,9 +19,10 @@ from hypothesis import strategies as st
 from log_reference import Naive
 
 import evstore
-from evstore import Document, merkle
-from evstore.log_entries import consistency_at, inclusion_at, root_at
-from evstore.tables import log_entries, log_nodes
+from evstore import Document
+from evstore.db.tables import log_entries, log_nodes
+from evstore.objects.log_entries import consistency_at, inclusion_at, root_at
+from evstore.tlog import merkle
 
 MAX = 300
 
@@ -143,7 +144,7 @@ def test_random_sizes_agree_with_the_reference(store, data):
 def test_the_migration_appends_what_existed_before_the_log_in_the_documented_order(store):
     from alembic import command
 
-    from evstore.db import _alembic_config
+    from evstore.db.engine import _alembic_config
 
     store.put_many([b"zeta blob", b"alpha blob"])
     store.ingest([Document(b'{"n": 2}'), Document(b'{"n": 1}')])

@@ -16,7 +16,7 @@ from collections import Counter
 import sqlalchemy as sa
 
 import evstore
-from evstore.tables import log_checkpoints, log_entries
+from evstore.db.tables import log_checkpoints, log_entries
 
 WORKER = r"""
 import json, sys

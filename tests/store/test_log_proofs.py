@@ -14,8 +14,8 @@ from log_reference import Naive, independent_inclusion, independent_note
 
 import evstore
 from evstore import Document
-from evstore.checkpoint import Signer, format_tlog_proof, parse_tlog_proof
-from evstore.tables import log_checkpoints, log_entries, log_keys, log_nodes
+from evstore.db.tables import log_checkpoints, log_entries, log_keys, log_nodes
+from evstore.tlog.checkpoint import Signer, format_tlog_proof, parse_tlog_proof
 
 
 @pytest.fixture
@@ -210,7 +210,7 @@ def test_every_mutation_of_an_inclusion_proof_fails(keyed):
         assert _vcode(text, other_origin.verifier.vkey()) == "checkpoint.unsigned"
     # a proof signed by the right key for another origin (a different log) fails on origin
     twin = Signer.generate("twin.example/log")
-    from evstore.checkpoint import Checkpoint, TlogProof, sign_checkpoint
+    from evstore.tlog.checkpoint import Checkpoint, TlogProof, sign_checkpoint
 
     cp = Checkpoint("not-the-key-name", 1, hashlib.sha256(b"\x00e").digest())
     note = sign_checkpoint(cp, twin)

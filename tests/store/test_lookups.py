@@ -15,8 +15,8 @@ import sqlalchemy as sa
 
 import evstore
 from evstore import Document
-from evstore.canonical import dumps
-from evstore.db import Database, head_revision
+from evstore.core.canonical import dumps
+from evstore.db.engine import Database, head_revision
 
 LONG_SOURCE = "S" * 700
 LONG_DOC = "D" * 600
@@ -247,7 +247,7 @@ def test_blob_sha256_column_refuses_uppercase(store):
 def _store_at(url: str, revision: str) -> Database:
     from alembic import command
 
-    from evstore.db import _alembic_config
+    from evstore.db.engine import _alembic_config
 
     db = Database(url)
     if db.sqlite_path is not None:
@@ -262,7 +262,7 @@ def _store_at(url: str, revision: str) -> Database:
 def _alembic(db: Database, verb: str, revision: str) -> None:
     from alembic import command
 
-    from evstore.db import _alembic_config
+    from evstore.db.engine import _alembic_config
 
     cfg = _alembic_config()
     with db.engine.begin() as conn:
@@ -272,7 +272,7 @@ def _alembic(db: Database, verb: str, revision: str) -> None:
 
 def _old_artifact(conn: Any, kind: str, doc: Any, attrs: list[tuple[str, str]]) -> str:
     """Write an artifact the way revision 0002's code did: attribute values cut to 512."""
-    from evstore.blobs import put_many
+    from evstore.objects.blobs import put_many
 
     canonical = dumps(doc)
     address = put_many(conn, [canonical])[0].digest.blake3
@@ -321,7 +321,7 @@ def test_migration_0003_downgrades_and_upgrades_again(empty_url):
 
 
 def test_store_with_a_damaged_digest_row_still_migrates_and_check_reports_it(empty_url):
-    from evstore.blobs import put_many
+    from evstore.objects.blobs import put_many
 
     db = _store_at(empty_url, "0002")
     with db.engine.begin() as conn:

@@ -7,9 +7,9 @@ from alembic.migration import MigrationContext
 
 import evstore
 from evstore import Document
-from evstore.bindings import bind, lookup_binding
-from evstore.db import _alembic_config, schema_revisions
-from evstore.tables import metadata
+from evstore.db.engine import _alembic_config, schema_revisions
+from evstore.db.tables import metadata
+from evstore.objects.bindings import bind, lookup_binding
 
 
 def _alembic(store: evstore.Store, action: str, revision: str) -> None:

@@ -18,8 +18,8 @@ from retention_helpers import (
 )
 
 import evstore
-from evstore.digests import sha256_b64u
-from evstore.tables import attrs, bindings, edges, leases, roots, warnings
+from evstore.core.digests import sha256_b64u
+from evstore.db.tables import attrs, bindings, edges, leases, roots, warnings
 
 
 @pytest.fixture(autouse=True)

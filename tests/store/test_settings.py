@@ -4,7 +4,7 @@ import pytest
 import sqlalchemy as sa
 
 import evstore
-from evstore.tables import settings
+from evstore.db.tables import settings
 
 
 def test_set_and_read_back(store):

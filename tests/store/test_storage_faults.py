@@ -20,7 +20,7 @@ from click.testing import CliRunner
 import evstore
 from evstore import Document
 from evstore.cli.main import cli
-from evstore.errors import StoreStateError
+from evstore.core.errors import StoreStateError
 
 PG_ONLY = pytest.mark.parametrize("backend", ["postgresql"])
 SQLITE_ONLY = pytest.mark.parametrize("backend", ["sqlite"])
@@ -301,7 +301,7 @@ def test_the_pool_logs_a_broken_connection_as_one_warning_line(caplog):
 
     import sqlalchemy.pool
 
-    import evstore.db  # noqa: F401 - installs the filter
+    import evstore.db.engine  # noqa: F401 - installs the filter
 
     log = logging.getLogger("sqlalchemy.pool.impl.QueuePool")
     assert isinstance(sqlalchemy.pool.QueuePool, type)

@@ -21,8 +21,8 @@ import psycopg
 import pytest
 
 import evstore
-from evstore import db as evdb
-from evstore.digests import digest_bytes
+from evstore.core.digests import digest_bytes
+from evstore.db import engine as evdb
 
 #: Larger than one chunk (1 MiB), so the put writes chunk rows before it can fail.
 PAYLOAD = bytes(range(256)) * (3_000_000 // 256)

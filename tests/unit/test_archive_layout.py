@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 import evstore
-from evstore.canonical import dumps
 from evstore.cli.main import cli
+from evstore.core.canonical import dumps
 
 NOTE = {"note": "a json document", "n": 1}
 
@@ -207,7 +207,7 @@ def test_cli_in_process(layout, tmp_path):
 
 @pytest.mark.parametrize("size", [0, 1, 511, 512, 10240, 9 << 20, (8 << 30) - 1])
 def test_tar_headers_are_the_bytes_tarfile_writes(size):
-    from evstore.archive_layout import tar_end, tar_header, tar_info, tar_padding
+    from evstore.archive.layout import tar_end, tar_header, tar_info, tar_padding
 
     for name in ("oci-layout", "blobs/sha256/" + "ab" * 32):
         assert tar_header(name, size) == tar_info(name, size).tobuf(tarfile.USTAR_FORMAT)

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import rfc8785
 
-from evstore import canonical
-from evstore.canonical import MAX_DEPTH, MAX_SAFE_INTEGER, dumps, loads, loads_canonical
-from evstore.errors import InputError, JSONFormError
+from evstore.core import canonical
+from evstore.core.canonical import MAX_DEPTH, MAX_SAFE_INTEGER, dumps, loads, loads_canonical
+from evstore.core.errors import InputError, JSONFormError
 
 
 def _fails(data: bytes | str, code: str, pointer: str | None = None) -> JSONFormError:
@@ -560,8 +560,8 @@ def test_a_cyclic_python_value_is_json_depth_not_a_hang():
     """A value that refers to itself has no JSON form: json.depth, found in bounded time."""
     import pytest
 
-    from evstore import canonical
-    from evstore.errors import JSONFormError
+    from evstore.core import canonical
+    from evstore.core.errors import JSONFormError
 
     loop: dict = {}
     loop["x"] = loop

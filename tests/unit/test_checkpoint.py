@@ -1,4 +1,4 @@
-"""store/checkpoint.py: C2SP signed notes, checkpoints, keys and tlog-proof files."""
+"""store/tlog/checkpoint.py: C2SP signed notes, checkpoints, keys and tlog-proof files."""
 
 import base64
 import hashlib
@@ -8,8 +8,9 @@ import stat
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from evstore import checkpoint as cp
-from evstore.checkpoint import (
+from evstore.core.errors import InputError
+from evstore.tlog import checkpoint as cp
+from evstore.tlog.checkpoint import (
     Checkpoint,
     CheckpointError,
     Signer,
@@ -27,8 +28,7 @@ from evstore.checkpoint import (
     verify_note,
     verify_tlog_proof,
 )
-from evstore.errors import InputError
-from evstore.merkle import MemoryTree, leaf_hash
+from evstore.tlog.merkle import MemoryTree, leaf_hash
 
 ORIGIN = "evstore.example/log"
 

@@ -15,8 +15,8 @@ import random
 import blake3
 import pytest
 
-from evstore import digests
-from evstore.digests import (
+from evstore.core import digests
+from evstore.core.digests import (
     Digest,
     Hasher,
     b64u_to_hex,
@@ -255,7 +255,7 @@ def test_digest_forms_abc() -> None:
 
 def test_digest_forms_all_parse_back_as_refs() -> None:
     # Every form but size is an accepted content ref naming the same bytes.
-    from evstore.refs import parse_ref
+    from evstore.core.refs import parse_ref
 
     d = digest_bytes(b"forms")
     forms = d.forms()

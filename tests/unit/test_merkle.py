@@ -1,4 +1,4 @@
-"""store/merkle.py against RFC 9162 section 2.1, published vectors and a naive reference.
+"""store/tlog/merkle.py against RFC 9162 section 2.1, published vectors and a naive reference.
 
 The reference below is written straight from the recursive definitions of RFC 9162
 section 2.1.1 (MTH), 2.1.3.1 (PATH) and 2.1.4.1 (PROOF/SUBPROOF), with nothing shared with
@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evstore import merkle
-from evstore.errors import InputError
-from evstore.merkle import (
+from evstore.core.errors import InputError
+from evstore.tlog import merkle
+from evstore.tlog.merkle import (
     EMPTY_ROOT,
     CompactTree,
     LogRangeError,

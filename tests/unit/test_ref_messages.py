@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from evstore.errors import RefSyntaxError
-from evstore.refs import parse_ref
+from evstore.core.errors import RefSyntaxError
+from evstore.core.refs import parse_ref
 
 
 def test_a_long_bad_ref_is_named_by_its_start_and_length():

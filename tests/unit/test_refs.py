@@ -7,9 +7,9 @@ import hashlib
 
 import pytest
 
-from evstore import refs
-from evstore.errors import InputError, RefSyntaxError
-from evstore.refs import ACCEPTED_FORMS, ContentRef, parse_ref
+from evstore.core import refs
+from evstore.core.errors import InputError, RefSyntaxError
+from evstore.core.refs import ACCEPTED_FORMS, ContentRef, parse_ref
 
 # The accepted forms as the issue and docs spell them; the error message must name each.
 FORMS_TEXT = (
@@ -210,7 +210,7 @@ def test_all_is_sorted() -> None:
 
 
 def test_join_pointer_escapes_per_rfc6901():
-    from evstore.errors import join_pointer
+    from evstore.core.errors import join_pointer
 
     assert join_pointer("/a", "b/c", 0) == "/a/b~1c/0"
     assert join_pointer("", "~/", "m~n") == "/~0~1/m~0n"

@@ -1,0 +1,179 @@
+"""Bearer tokens of the HTTP server: made, listed and revoked per store (issue 11).
+
+A token is ``evst_<id>_<secret>``: ``id`` is 12 hex characters (shown by ``token ls``, used by
+``token revoke``), ``secret`` 43 base64url characters from :func:`secrets.token_urlsafe`
+(256 bits). Only the SHA-256 hex of the whole token text is stored (table ``tokens``,
+revision 0005); the token itself is returned once, by :func:`create_token`, and never again.
+A high-entropy secret needs no slow password hash: SHA-256 preimages are out of reach.
+
+Scopes are ordered ``read < ingest < admin``: a token grants its scope and every lower one.
+Each store's tokens live in its own database: a token of one store is unknown to another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from ..core.errors import error
+from ..db.rawread import FALLBACK, point_row
+from ..db.tables import tokens
+from ..objects.artifacts import iso_utc
+
+if TYPE_CHECKING:
+    from ..facade.api import Store
+
+__all__ = [
+    "SCOPES",
+    "create_token",
+    "list_tokens",
+    "revoke_token",
+    "scope_allows",
+    "token_scope",
+]
+
+#: The scopes, lowest first: each grants the ones before it.
+SCOPES = ("read", "ingest", "admin")
+
+_TOKEN = re.compile(r"evst_([0-9a-f]{12})_[A-Za-z0-9_-]{43}")
+_ID = re.compile(r"[0-9a-f]{12}")
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def scope_allows(have: str, need: str) -> bool:
+    """True when a token of scope ``have`` may do what scope ``need`` allows.
+
+    Raises:
+        ValueError: either name is not one of :data:`SCOPES` (a programming error).
+    """
+    return SCOPES.index(have) >= SCOPES.index(need)
+
+
+def create_token(store: Store, scope: str, name: str = "") -> dict[str, Any]:
+    """Make a token of ``scope`` on ``store``; the only time its text is returned.
+
+    Args:
+        store: an open store.
+        scope: ``read``, ``ingest`` or ``admin``.
+        name: a label for people (``token ls`` shows it); not secret, not unique.
+
+    Returns:
+        ``{"id", "token", "scope", "name", "created_at"}`` (``token`` is the bearer secret).
+
+    Raises:
+        InputError: ``token.scope`` (no such scope), ``input.invalid`` (a label with U+0000
+            or over 200 characters); StoreStateError as any write.
+    """
+    if scope not in SCOPES:
+        raise error(
+            "token.scope", f"no token scope {scope!r}; use one of {', '.join(SCOPES)}", scope=scope
+        )
+    if "\x00" in name or len(name) > 200:
+        raise error("input.invalid", "a token name has at most 200 characters and no U+0000")
+    token_id = secrets.token_hex(6)
+    text = f"evst_{token_id}_{secrets.token_urlsafe(32)}"
+    now = datetime.now(UTC)
+    row = {
+        "id": token_id,
+        "secret_sha256": _hash(text),
+        "scope": scope,
+        "name": name,
+        "created_at": now,
+        "revoked_at": None,
+    }
+    store.transactions.run_transaction(lambda conn: conn.execute(tokens.insert().values(**row)))
+    return {
+        "id": token_id,
+        "token": text,
+        "scope": scope,
+        "name": name,
+        "created_at": iso_utc(now),
+    }
+
+
+def list_tokens(store: Store) -> list[dict[str, Any]]:
+    """Every token of ``store``, oldest first, without secrets.
+
+    Returns:
+        ``[{"id", "scope", "name", "created_at", "revoked_at"}]`` (``revoked_at`` None while
+        the token is live).
+    """
+    with store.transactions.read() as conn:
+        rows = conn.execute(
+            sa.select(
+                tokens.c.id, tokens.c.scope, tokens.c.name, tokens.c.created_at, tokens.c.revoked_at
+            ).order_by(tokens.c.created_at, tokens.c.id)
+        ).all()
+    return [
+        {
+            "id": r.id,
+            "scope": r.scope,
+            "name": r.name,
+            "created_at": iso_utc(r.created_at),
+            "revoked_at": None if r.revoked_at is None else iso_utc(r.revoked_at),
+        }
+        for r in rows
+    ]
+
+
+def revoke_token(store: Store, token_id: str) -> dict[str, Any]:
+    """Revoke the token ``token_id``: it authenticates nothing from the next request on.
+
+    Revoking a revoked token again changes nothing and answers the same.
+
+    Returns:
+        ``{"id", "revoked": True, "revoked_at"}``.
+
+    Raises:
+        NotFound: ``not-found.token`` (no token with that id in this store).
+    """
+    if not _ID.fullmatch(token_id):
+        raise error("not-found.token", f"no token with id {token_id!r}", id=token_id)
+
+    def work(conn: sa.Connection) -> Any:
+        row = conn.execute(
+            sa.select(tokens.c.revoked_at).where(tokens.c.id == token_id)
+        ).one_or_none()
+        if row is None:
+            raise error("not-found.token", f"no token with id {token_id!r}", id=token_id)
+        if row.revoked_at is not None:
+            return row.revoked_at
+        now = datetime.now(UTC)
+        conn.execute(tokens.update().where(tokens.c.id == token_id).values(revoked_at=now))
+        return now
+
+    when = store.transactions.run_transaction(work)
+    return {"id": token_id, "revoked": True, "revoked_at": iso_utc(when)}
+
+
+def token_scope(store: Store, token: str) -> str | None:
+    """The scope of a live token of ``store``, or None (unknown, malformed or revoked).
+
+    One indexed lookup by the token's SHA-256 (one statement, no transaction: it runs on
+    every request); the token text is never compared directly.
+    """
+    if not _TOKEN.fullmatch(token):
+        return None
+    digest = _hash(token)
+    tx = store.transactions
+    sql = "SELECT scope, revoked_at FROM tokens WHERE secret_sha256 = ?"
+    row = point_row(tx, sql, (digest,))
+    if row is FALLBACK:  # the general path, inside the error boundary
+        with tx.read() as conn:
+            found = conn.execute(
+                sa.select(tokens.c.scope, tokens.c.revoked_at).where(
+                    tokens.c.secret_sha256 == digest
+                )
+            ).one_or_none()
+        row = None if found is None else tuple(found)
+    if row is None or row[1] is not None or row[0] not in SCOPES:
+        return None
+    return str(row[0])

@@ -1,0 +1,674 @@
+"""Portable archives of closures: export, offline verification and import (docs/archive.md).
+
+An archive is an OCI Image Layout (store/archive/layout.py): every object of each root's
+closure exactly as stored, named by its SHA-256, with one OCI image manifest per root listing
+its members (media type, size, SHA-256 digest; annotations: BLAKE3 address, kinds, the edge
+role that reached it and the edges it records).
+
+* :func:`export_archive` walks the closure of each ref from the edge rows (the closure of
+  ``evstore closure``: breadth-first, edges by role then address) plus, for each fragment,
+  the ``fragment-source`` records that registered its source bytes (role
+  ``content-version``: the import needs them to re-check the fragment), then streams every
+  object from the database into a directory or a tar, verifying each on the way. Memory
+  holds the closure's index rows, never the objects. Output is deterministic.
+* :func:`verify_archive` needs no store (store/archive/verify.py).
+* :func:`import_archive` verifies offline first; then, in one transaction of the receiving
+  store, stores the plain blobs and passes every artifact through its kind's ``check`` and
+  ``write`` exactly as ``ingest`` does (same codes, bindings included), collecting every
+  fault; any fault rolls the whole import back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import sqlalchemy as sa
+
+from ..core.canonical import dumps, loads
+from ..core.digests import Digest, digest_bytes
+from ..core.errors import EvstoreError, NotFound, error
+from ..core.refs import parse_ref
+from ..db.settings import load_settings
+from ..db.tables import artifacts, blobs, edges
+from ..facade.ingest import check_errors, parse_documents
+from ..objects import blobs as _blobs
+from ..objects.artifacts import Document
+from ..objects.kinds import get_handler
+from ..objects.txn import Txn
+from .layout import (
+    ANN_ADDRESS,
+    ANN_EDGES,
+    ANN_KIND,
+    ANN_REF_NAME,
+    ANN_ROLE,
+    ARTIFACT_TYPE,
+    BLOB_DIR,
+    EMPTY_CONFIG,
+    EMPTY_CONFIG_DIGEST,
+    INDEX_FILE,
+    LAYOUT_FILE,
+    MANIFEST_MEDIA_TYPE,
+    MEDIA_ARTIFACT,
+    MEDIA_BLOB,
+    Limits,
+    Source,
+    blob_name,
+    index_bytes,
+    layout_bytes,
+    manifest_bytes,
+    open_source,
+    tar_end,
+    tar_header,
+    tar_info,
+    tar_padding,
+)
+from .proofs import (
+    ANN_PROVES,
+    MEDIA_CHECKPOINT,
+    MEDIA_PROOF,
+    MEDIA_VKEY,
+    collect_proofs,
+)
+from .verify import Checked, Member, verify_source
+
+if TYPE_CHECKING:
+    from ..facade.api import Store
+
+__all__ = [
+    "ExportReport",
+    "ImportReport",
+    "export_archive",
+    "import_archive",
+    "verify_archive",
+]
+
+#: Rows asked for per IN list (every driver's parameter limit).
+_BATCH = 500
+#: Role of a fragment-source record listed with the fragment whose source it registered.
+CONTENT_VERSION = "content-version"
+#: Import order of kinds that others are checked against (then dependencies first).
+_RANK = {"source-document": 0, "fragment-source": 1, "package": 2, "run": 9}
+#: Plain blobs up to this size are stored in batches; larger ones are streamed.
+_WHOLE_MAX = 8 << 20
+
+
+@dataclass
+class _Obj:
+    """What the walk knows of one stored object (index rows only, no bytes)."""
+
+    row: _blobs.BlobRow
+    kinds: tuple[str, ...]
+    edges: list[tuple[str, str]]
+    companions: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ExportReport:
+    """What :func:`export_archive` wrote.
+
+    Attributes:
+        output: the directory or tar written. roots: ``{address, kind, manifest, objects}``
+            per root. objects: distinct objects. bytes: their total size.
+    """
+
+    output: str
+    roots: list[dict[str, Any]]
+    objects: int
+    bytes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "ok": True,
+            "output": self.output,
+            "roots": self.roots,
+            "objects": self.objects,
+            "bytes": self.bytes,
+        }
+
+
+@dataclass
+class ImportReport:
+    """What :func:`import_archive` stored (``new_*`` 0 when the archive was imported before)."""
+
+    archive: str
+    roots: list[dict[str, Any]]
+    objects: int
+    new_blobs: int = 0
+    new_artifacts: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "ok": True,
+            "archive": self.archive,
+            "roots": self.roots,
+            "objects": self.objects,
+            "new_blobs": self.new_blobs,
+            "new_artifacts": self.new_artifacts,
+        }
+
+
+# --------------------------------------------------------------------------- the walk
+
+
+def _batches(items: Sequence[str]) -> Iterator[Sequence[str]]:
+    for i in range(0, len(items), _BATCH):
+        yield items[i : i + _BATCH]
+
+
+def _load(conn: sa.Connection, addresses: list[str], cache: dict[str, _Obj]) -> None:
+    """Fill ``cache`` with the index rows, kinds and edges of ``addresses`` (64 hex)."""
+    todo = sorted({a for a in addresses if a not in cache})
+    for chunk in _batches(todo):
+        rows = conn.execute(
+            sa.select(blobs.c.address, blobs.c.sha256, blobs.c.size, blobs.c.chunk_set).where(
+                blobs.c.address.in_(chunk)
+            )
+        ).all()
+        found = {r.address: _blobs.row_from(r) for r in rows}
+        kinds: dict[str, list[str]] = {}
+        for a, k in conn.execute(
+            sa.select(artifacts.c.address, artifacts.c.kind).where(artifacts.c.address.in_(chunk))
+        ):
+            kinds.setdefault(a, []).append(k)
+        out: dict[str, list[tuple[str, str]]] = {}
+        for src_, role, dst in conn.execute(
+            sa.select(edges.c.src, edges.c.role, edges.c.dst).where(edges.c.src.in_(chunk))
+        ):
+            out.setdefault(src_, []).append((role, dst))
+        for a in chunk:
+            if a not in found:
+                raise NotFound(
+                    f"blake3:{a} is in the closure but not stored; run `evstore check`",
+                    code="not-found.blob",
+                    details={"address": "blake3:" + a},
+                )
+            cache[a] = _Obj(found[a], tuple(sorted(kinds.get(a, ()))), sorted(out.get(a, ())))
+    _companions(conn, [a for a in todo if "fragment" in cache[a].kinds], cache)
+
+
+def _companions(conn: sa.Connection, fragments: list[str], cache: dict[str, _Obj]) -> None:
+    """The fragment-source records that registered each fragment's source bytes."""
+    for a in fragments:
+        frag = loads(_blobs.read_verified(conn, cache[a].row))
+        pair = (frag.get("document_id"), frag.get("fragment_id"))
+        sources = [d for role, d in cache[a].edges if role == "source"]
+        if not sources:
+            continue
+        rows = conn.execute(
+            sa.select(edges.c.src)
+            .join(artifacts, artifacts.c.address == edges.c.src)
+            .where(
+                edges.c.dst.in_(sources),
+                edges.c.role == "source",
+                artifacts.c.kind == "fragment-source",
+            )
+            .order_by(edges.c.src)
+        ).all()
+        for r in rows:
+            row = _blobs.lookup(conn, parse_ref("blake3:" + r.src))
+            rec = loads(_blobs.read_verified(conn, row)) if row is not None else {}
+            if (rec.get("document_id"), rec.get("fragment_id")) == pair:
+                cache[a].companions.append(r.src)
+
+
+def _closure(conn: sa.Connection, root: str, cache: dict[str, _Obj]) -> list[tuple[str, str]]:
+    """``(address hex, role)`` of every member of ``root``'s closure, root first, breadth-first."""
+    order = [(root, "root")]
+    seen = {root}
+    frontier = [root]
+    while frontier:
+        _load(conn, frontier, cache)
+        step: list[str] = []
+        for a in frontier:
+            reach = [*cache[a].edges, *((CONTENT_VERSION, c) for c in cache[a].companions)]
+            for role, dst in reach:
+                if dst not in seen:
+                    seen.add(dst)
+                    order.append((dst, role))
+                    step.append(dst)
+        frontier = step
+    return order
+
+
+def _kind_text(kinds: Sequence[str]) -> str:
+    return ",".join(kinds) if kinds else "blob"
+
+
+def _layer(obj: _Obj, role: str) -> dict[str, Any]:
+    d = obj.row.digest
+    ann = {ANN_ADDRESS: d.address, ANN_KIND: _kind_text(obj.kinds), ANN_ROLE: role}
+    if obj.edges:
+        ann[ANN_EDGES] = dumps([[r, "blake3:" + dst] for r, dst in obj.edges]).decode()
+    return {
+        "mediaType": MEDIA_ARTIFACT if obj.kinds else MEDIA_BLOB,
+        "digest": "sha256:" + d.sha256,
+        "size": d.size,
+        "annotations": ann,
+    }
+
+
+# --------------------------------------------------------------------------- writing
+
+
+class _Writer:
+    """Writes the layout into a temporary sibling of the output, renamed into place at the end.
+
+    A tar is written directly (USTAR headers from :func:`~evstore.archive.layout.tar_header`,
+    the bytes ``tarfile`` would write), so a member costs one header and its chunks.
+    """
+
+    def __init__(self, output: str) -> None:
+        self.output = output
+        self.tar = output.endswith(".tar")
+        parent = os.path.dirname(os.path.abspath(output))
+        if os.path.lexists(output) and not (
+            not self.tar and os.path.isdir(output) and not os.listdir(output)
+        ):
+            raise error(
+                "output.unwritable",
+                f"{output} already exists; give a new directory or .tar path",
+                path=output,
+            )
+        self._fh: Any = None
+        self._offset = 0
+        try:
+            if self.tar:
+                fd, self.tmp = tempfile.mkstemp(prefix=".evstore-archive-", dir=parent)
+                self._fh = os.fdopen(fd, "wb")
+            else:
+                self.tmp = tempfile.mkdtemp(prefix=".evstore-archive-", dir=parent)
+                os.makedirs(os.path.join(self.tmp, BLOB_DIR))
+        except OSError as exc:
+            raise error(
+                "output.unwritable", f"cannot write {output}: {exc.strerror}", path=output
+            ) from None
+
+    def _put(self, data: bytes) -> None:
+        self._fh.write(data)
+        self._offset += len(data)
+
+    def write(self, name: str, size: int, chunks: Iterator[bytes]) -> None:
+        if self._fh is None:
+            with open(os.path.join(self.tmp, name), "wb") as fh:
+                for chunk in chunks:
+                    fh.write(chunk)
+            return
+        self._put(tar_header(name, size))
+        written = 0
+        for chunk in chunks:  # to the iterator's end: iter_checked verifies there
+            written += len(chunk)
+            self._put(chunk)
+        if written != size:
+            raise error("output.unwritable", f"{name}: {written} bytes, not {size}")
+        self._put(tar_padding(size))
+
+    def directories(self) -> None:
+        if self._fh is not None:
+            for d in ("blobs", "blobs/sha256"):
+                self._put(tar_info(d, None).tobuf(tarfile.USTAR_FORMAT))
+
+    def commit(self) -> None:
+        if self._fh is not None:
+            self._put(tar_end(self._offset))
+            self._fh.close()
+            self._fh = None
+            os.chmod(self.tmp, 0o644)
+        elif os.path.isdir(self.output):
+            os.rmdir(self.output)
+        os.replace(self.tmp, self.output)
+
+    def abort(self) -> None:
+        if self._fh is not None:
+            with contextlib.suppress(OSError):
+                self._fh.close()
+        if os.path.isdir(self.tmp):
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                os.unlink(self.tmp)
+
+
+def _proof_layers(
+    conn: sa.Connection, members: list[str], extras: dict[str, bytes]
+) -> list[dict[str, Any]]:
+    """The checkpoint, key and per-member proof layers of one manifest (blobs into extras)."""
+    note, vkey, proofs = collect_proofs(conn, members)
+
+    def put(data: bytes, media: str, role: str, **ann: str) -> dict[str, Any]:
+        sha = digest_bytes(data).sha256
+        extras[sha] = data
+        return {
+            "mediaType": media,
+            "digest": "sha256:" + sha,
+            "size": len(data),
+            "annotations": {ANN_ROLE: role, **ann},
+        }
+
+    out = [put(note, MEDIA_CHECKPOINT, "checkpoint"), put(vkey, MEDIA_VKEY, "verifier-key")]
+    out += [put(proofs[a], MEDIA_PROOF, "proof", **{ANN_PROVES: a}) for a in members]
+    return out
+
+
+def _plan(
+    conn: sa.Connection, refs: Sequence[str], extras: dict[str, bytes] | None = None
+) -> tuple[list[tuple[dict, bytes]], dict]:
+    """Every root's index entry and manifest bytes, and every object by SHA-256 hex.
+
+    With ``extras`` (a dict), each manifest also lists the log proofs of its members, whose
+    bytes go into ``extras`` by SHA-256 hex.
+    """
+    roots: dict[str, str] = {}
+    for ref in refs:
+        row = _blobs.lookup(conn, parse_ref(ref))
+        if row is None:
+            raise NotFound(f"no blob for {ref}", code="not-found.blob", details={"ref": ref})
+        roots[row.digest.blake3] = ref
+    cache: dict[str, _Obj] = {}
+    entries: list[tuple[dict[str, Any], bytes]] = []
+    objects: dict[str, _Obj] = {}
+    for root in sorted(roots):
+        members = _closure(conn, root, cache)
+        layers = [_layer(cache[a], role) for a, role in members]
+        if extras is not None:
+            layers += _proof_layers(conn, ["blake3:" + a for a, _ in members], extras)
+        for a, _ in members:
+            objects[cache[a].row.digest.sha256] = cache[a]
+        kind = _kind_text(cache[root].kinds)
+        data = manifest_bytes("blake3:" + root, kind, layers)
+        entry = {
+            "mediaType": MANIFEST_MEDIA_TYPE,
+            "artifactType": ARTIFACT_TYPE,
+            "digest": "sha256:" + digest_bytes(data).sha256,
+            "size": len(data),
+            "annotations": {ANN_REF_NAME: root, ANN_ADDRESS: "blake3:" + root, ANN_KIND: kind},
+        }
+        entries.append((entry, data))
+    return entries, objects
+
+
+def _inline_batch(conn: sa.Connection, rows: list[_blobs.BlobRow]) -> dict[str, bytes]:
+    """The verified bytes of inline blobs (one query), by BLAKE3 hex."""
+    found = conn.execute(
+        sa.select(blobs.c.address, blobs.c.data).where(
+            blobs.c.address.in_([r.digest.blake3 for r in rows])
+        )
+    ).all()
+    data = {a: b"" if d is None else _blobs.as_bytes(d, a) for a, d in found}
+    for row in rows:
+        got = data.get(row.digest.blake3)
+        if got is None:
+            raise NotFound(f"no blob {row.digest.address}", code="not-found.blob")
+        err = _blobs.compare_digest(row, digest_bytes(got))
+        if err is not None:
+            raise err
+    return data
+
+
+def _contents(
+    conn: sa.Connection, files: dict[str, tuple[int, Any]]
+) -> Iterator[tuple[str, int, Iterator[bytes]]]:
+    """``(sha256 hex, size, chunks)`` of every file, by name; every object verified.
+
+    Inline blobs are read a batch at a time (at most :data:`_BATCH` rows and
+    :data:`_WHOLE_MAX` bytes per query); chunked ones stream a chunk at a time.
+    """
+    names = sorted(files)
+    i = 0
+    while i < len(names):
+        size, what = files[names[i]]
+        if isinstance(what, bytes):
+            yield names[i], size, iter([what])
+            i += 1
+            continue
+        if what.chunk_set is not None:
+            yield names[i], size, _blobs.iter_checked(conn, what)
+            i += 1
+            continue
+        batch: list[tuple[str, _blobs.BlobRow]] = []
+        total = 0
+        while i < len(names) and len(batch) < _BATCH and total < _WHOLE_MAX:
+            size, what = files[names[i]]
+            if isinstance(what, bytes) or what.chunk_set is not None:
+                break
+            batch.append((names[i], what))
+            total += size
+            i += 1
+        data = _inline_batch(conn, [row for _, row in batch])
+        for name, row in batch:
+            yield name, row.digest.size, iter([data[row.digest.blake3]])
+
+
+def export_archive(
+    store: Store, refs: Sequence[str], output: str | os.PathLike[str], *, with_proofs: bool = False
+) -> ExportReport:
+    """Write the closure of each ref as an OCI Image Layout (docs/archive.md).
+
+    Args:
+        store: the open store read from (one consistent snapshot).
+        refs: content refs of the roots, in any form (duplicates are one root).
+        output: a new (or empty) directory, or a path ending in ``.tar``.
+        with_proofs: add, per member, its log entry and inclusion proof at the latest signed
+            checkpoint, with the checkpoint and the verifier key (not deterministic: the
+            checkpoint moves).
+
+    Returns:
+        The :class:`ExportReport`.
+
+    Raises:
+        NotFound: with ``with_proofs``, ``log.no-checkpoint`` (none signed yet),
+            ``log.not-logged`` (an object logged after the latest checkpoint: sign a newer
+            one). StoreStateError: ``log.no-key``.
+        RefSyntaxError, NotFound (``not-found.blob``): a ref, or an object its edges name.
+        CorruptionError: a stored object does not match its address (nothing is left at
+            ``output``). InputError: ``output.unwritable`` (exists, or cannot be written).
+    """
+    tx = store.transactions  # refuses a closed store
+    if not refs:
+        raise error("input.invalid", "give at least one ref to export")
+    out = os.fspath(output)
+    with tx.read() as conn:
+        extras: dict[str, bytes] | None = {} if with_proofs else None
+        entries, objects = _plan(conn, refs, extras)
+        writer = _Writer(out)
+        try:
+            writer.write(LAYOUT_FILE, len(layout_bytes()), iter([layout_bytes()]))
+            index = index_bytes([e for e, _ in entries])
+            writer.write(INDEX_FILE, len(index), iter([index]))
+            writer.directories()
+            files: dict[str, tuple[int, Any]] = {EMPTY_CONFIG_DIGEST[7:]: (2, EMPTY_CONFIG)}
+            for entry, data in entries:
+                files[entry["digest"][7:]] = (len(data), data)
+            for sha, extra in (extras or {}).items():
+                files[sha] = (len(extra), extra)
+            for sha, obj in objects.items():
+                files.setdefault(sha, (obj.row.digest.size, obj.row))
+            for sha, size, chunks in _contents(conn, files):
+                writer.write(blob_name(sha), size, chunks)
+            writer.commit()
+        except BaseException:
+            writer.abort()
+            raise
+    total = sum(o.row.digest.size for o in objects.values())
+    roots = [
+        {
+            "address": e["annotations"][ANN_ADDRESS],
+            "kind": e["annotations"][ANN_KIND],
+            "manifest": e["digest"],
+        }
+        for e, _ in entries
+    ]
+    return ExportReport(out, roots, len(objects), total)
+
+
+def verify_archive(
+    path: str | os.PathLike[str], *, limits: Limits | None = None, key: str | None = None
+) -> Checked:
+    """Verify an archive without a store: every fault, each naming its file.
+
+    Args:
+        path: the layout directory or tar.
+        limits: the reader's limits.
+        key: the log's verifier key (``evstore log key``): every member's inclusion proof
+            must verify under it (docs/archive.md#proofs).
+
+    Returns:
+        :class:`~evstore.archive.verify.Checked` (``ok``, ``faults``, ``proofs``;
+        ``to_dict()``).
+
+    Raises:
+        InputError: ``input.unreadable`` (no such path), ``archive.layout`` (not a tar).
+    """
+    with open_source(path, limits) as src:
+        return verify_source(src, limits, key)
+
+
+# --------------------------------------------------------------------------- import
+
+
+class _Refused(Exception):
+    def __init__(self, faults: list[EvstoreError]) -> None:
+        self.faults = faults
+
+
+def _refuse(faults: list[EvstoreError]) -> EvstoreError:
+    first = faults[0]
+    first.details = {
+        **first.details,
+        "fault_count": len(faults),
+        "faults": [f.to_dict() for f in faults],
+    }
+    return first
+
+
+def _order(checked: Checked) -> list[tuple[Member, str]]:
+    """``(member, kind)`` of every artifact, each after what it depends on."""
+    members = checked.members
+    post: dict[str, int] = {}
+    for start in sorted(members):
+        stack = [(start, iter(sorted({d for _, d in members[start].edges})))]
+        seen = {start}
+        while stack:
+            node, children = stack[-1]
+            nxt = next(children, None)
+            if nxt is None:
+                stack.pop()
+                post.setdefault(node, len(post))
+            elif nxt in members and nxt not in seen and nxt not in post:
+                seen.add(nxt)
+                stack.append((nxt, iter(sorted({d for _, d in members[nxt].edges}))))
+    items = [(m, k) for m in members.values() for k in m.kinds]
+    return sorted(items, key=lambda mk: (_RANK.get(mk[1], 5), post[mk[0].address], mk[1]))
+
+
+def _check_put(m: Member, got: Digest) -> EvstoreError | None:
+    if got.address == m.address:
+        return None
+    return error(
+        "archive.digest-mismatch",
+        f"the bytes of {blob_name(m.sha256)} changed while the archive was imported",
+        path=blob_name(m.sha256),
+    )
+
+
+def _put_blobs(src: Source, txn: Txn, plain: list[Member], report: ImportReport) -> None:
+    batch: list[tuple[Member, bytes]] = []
+
+    def flush() -> None:
+        for (m, _), res in zip(
+            batch, _blobs.put_many(txn.conn, [d for _, d in batch]), strict=True
+        ):
+            report.new_blobs += res.new
+            bad = _check_put(m, res.digest)
+            if bad is not None:
+                txn.faults.append(bad)
+        batch.clear()
+
+    for m in plain:
+        name = blob_name(m.sha256)
+        if m.size > _WHOLE_MAX:
+            res = _blobs.put_stream(txn.conn, src.chunks(name))
+            report.new_blobs += res.new
+            bad = _check_put(m, res.digest)
+            if bad is not None:
+                txn.faults.append(bad)
+            continue
+        batch.append((m, src.read(name)))
+        if len(batch) >= _BATCH:
+            flush()
+    flush()
+
+
+def _ingest_member(src: Source, txn: Txn, m: Member, kind: str, report: ImportReport) -> None:
+    """Check and write one artifact as ``ingest --kind KIND`` would; faults are collected."""
+    name = blob_name(m.sha256)
+    txn.options.clear()
+    docs = [e for r, e in m.edges if r == "source-document" and kind == "evidence-context"]
+    if docs:
+        txn.options["source_document"] = docs[0]
+    try:
+        parsed = parse_documents([Document(src.read(name), name=name, kind=kind)])[0]
+        handler = get_handler(kind)
+        faults = check_errors(handler, parsed.value, parsed.canonical, txn)
+        if faults:
+            for f in faults:
+                f.path = f.path or name
+            txn.faults.extend(faults)
+            return
+        result = handler.write(parsed.value, parsed.canonical, txn)
+        report.new_artifacts += result.new
+        bad = _check_put(m, result.digest)
+        if bad is not None:
+            txn.faults.append(bad)
+    except EvstoreError as err:
+        err.path = err.path or name
+        txn.faults.append(err)
+
+
+def import_archive(
+    store: Store, path: str | os.PathLike[str], *, limits: Limits | None = None
+) -> ImportReport:
+    """Verify an archive, then store all of it in one transaction, or nothing.
+
+    Offline checks first (:func:`verify_archive`); then, in one transaction, the plain blobs
+    and each artifact through its kind's check and write, as ``ingest`` (dependencies first:
+    source documents, content versions, packages; a run record last). Importing the same
+    archive again stores nothing (``new_*`` 0).
+
+    Raises:
+        The first fault (its code as ``ingest`` or ``archive verify`` would give it), with
+        ``details.faults`` listing every fault and ``details.fault_count``; nothing written.
+        InputError: ``input.unreadable``.
+    """
+    tx = store.transactions  # refuses a closed store
+    where = os.fspath(path)
+    with open_source(where, limits) as src:
+        checked = verify_source(src, limits)
+        if checked.faults:
+            raise _refuse(checked.faults)
+        report = ImportReport(where, [r.to_dict() for r in checked.roots], len(checked.members))
+        plain = sorted((m for m in checked.members.values() if not m.kinds), key=lambda m: m.sha256)
+        order = _order(checked)
+
+        def work(conn: sa.Connection) -> ImportReport:
+            report.new_blobs = report.new_artifacts = 0
+            txn = Txn(conn, load_settings(conn), "ingest")
+            _put_blobs(src, txn, plain, report)
+            for m, kind in order:
+                _ingest_member(src, txn, m, kind, report)
+            if txn.faults:
+                raise _Refused(list(txn.faults))
+            return report
+
+        try:
+            return tx.run_transaction(work, serialize=True)
+        except _Refused as refused:
+            raise _refuse(refused.faults) from None

@@ -1,0 +1,155 @@
+"""Digests: the one place where bytes are hashed and digests are encoded.
+
+Terms:
+    address   ``blake3:`` + 64 lowercase hex of the BLAKE3-256 digest of a blob's bytes; the
+              primary key of every stored object.
+    sha256    the SHA-256 of the same bytes, kept beside the address because the contracts
+              speak SHA-256 (bare lowercase hex, ``sha256:`` + hex or + 43-char base64url).
+
+:class:`Hasher` computes size, BLAKE3 and SHA-256 in one pass over exactly the bytes stored,
+so a streamed 256 MiB blob is read once.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import blake3 as _blake3
+
+__all__ = [
+    "Digest",
+    "Hasher",
+    "b64u_to_hex",
+    "blake3_hex",
+    "digest_bytes",
+    "digest_stream",
+    "hex_to_b64u",
+    "sha256_b64u",
+    "sha256_hex",
+]
+
+
+def sha256_hex(data: bytes) -> str:
+    """SHA-256 of ``data`` as 64 lowercase hex characters."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_b64u(data: bytes) -> str:
+    """SHA-256 of ``data`` as 43 base64url characters without padding."""
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode("ascii")
+
+
+def hex_to_b64u(hex_digest: str) -> str:
+    """Re-encode a 64-hex SHA-256 as 43-char unpadded base64url.
+
+    Raises:
+        ValueError: ``hex_digest`` is not 64 hex characters (a caller bug; user input goes
+            through :mod:`evstore.core.refs`).
+    """
+    raw = bytes.fromhex(hex_digest)
+    if len(raw) != 32:
+        raise ValueError("a SHA-256 digest is 32 bytes")
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def b64u_to_hex(b64u: str) -> str:
+    """Decode a 43-char unpadded base64url SHA-256 to 64 lowercase hex.
+
+    Canonical only: the last character's two unused bits must be zero, so each digest has
+    exactly one spelling (RFC 4648 section 3.5).
+
+    Raises:
+        ValueError: not 43 base64url characters, or non-zero padding bits.
+    """
+    if len(b64u) != 43 or not all(c.isascii() and (c.isalnum() or c in "-_") for c in b64u):
+        raise ValueError("expected 43 base64url characters")
+    try:
+        raw = base64.urlsafe_b64decode(b64u + "=")
+    except (binascii.Error, ValueError) as exc:  # pragma: no cover - alphabet checked above
+        raise ValueError(str(exc)) from exc
+    if hex_to_b64u(raw.hex()) != b64u:
+        raise ValueError("non-zero padding bits")
+    return raw.hex()
+
+
+def blake3_hex(data: bytes) -> str:
+    """BLAKE3-256 of ``data`` as 64 lowercase hex characters."""
+    return _blake3.blake3(data).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Digest:
+    """The digests of one byte string.
+
+    Attributes:
+        blake3: 64 lowercase hex (the address, without the ``blake3:`` prefix).
+        sha256: 64 lowercase hex.
+        size: length in bytes.
+    """
+
+    blake3: str
+    sha256: str
+    size: int
+
+    @property
+    def address(self) -> str:
+        """The content address, ``blake3:<64 hex>``."""
+        return "blake3:" + self.blake3
+
+    @property
+    def sha256_b64u(self) -> str:
+        """The SHA-256 as 43-char unpadded base64url."""
+        return hex_to_b64u(self.sha256)
+
+    def forms(self) -> dict[str, str | int]:
+        """Every digest form the contracts use, as a JSON-ready dict."""
+        return {
+            "address": self.address,
+            "size": self.size,
+            "sha256": "sha256:" + self.sha256,
+            "sha256_b64u": "sha256:" + self.sha256_b64u,
+            "object_store": "object-store:sha256:" + self.sha256_b64u,
+        }
+
+
+class Hasher:
+    """Size, BLAKE3 and SHA-256 in one pass: call :meth:`update` per chunk, then :meth:`digest`."""
+
+    __slots__ = ("_b3", "_sha", "size")
+
+    def __init__(self) -> None:
+        self._b3 = _blake3.blake3()
+        self._sha = hashlib.sha256()
+        self.size = 0
+
+    def update(self, chunk: bytes | memoryview) -> None:
+        """Feed the next chunk (bytes)."""
+        self._b3.update(chunk)
+        self._sha.update(chunk)
+        self.size += len(chunk)
+
+    def digest(self) -> Digest:
+        """The :class:`Digest` of everything fed so far."""
+        return Digest(self._b3.hexdigest(), self._sha.hexdigest(), self.size)
+
+
+def digest_bytes(data: bytes) -> Digest:
+    """The :class:`Digest` of an in-memory byte string (one pass each, no copy)."""
+    b3 = (
+        _blake3.blake3(data, max_threads=_blake3.blake3.AUTO)
+        if len(data) > (1 << 20)
+        else _blake3.blake3(data)
+    )
+    return Digest(b3.hexdigest(), hashlib.sha256(data).hexdigest(), len(data))
+
+
+def digest_stream(stream: BinaryIO, chunk_size: int = 1 << 20) -> Digest:
+    """Digest a binary stream without holding it (reads ``chunk_size`` bytes at a time)."""
+    h = Hasher()
+    while chunk := stream.read(chunk_size):
+        h.update(chunk)
+    return h.digest()

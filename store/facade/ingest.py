@@ -1,0 +1,462 @@
+"""The ingest and validate pipeline: :class:`Document` in, :class:`IngestReport` out.
+
+Every JSON document goes through the same steps (docs/design.md, "Ingest"): the strict
+reader (JSON form and canonical bytes), its kind (given or detected, docs/kinds.md), the
+kind's ``check`` (shape, contract rules, self-address: a :class:`~evstore.core.errors.Faults`),
+then its ``write`` (write-time bindings, then the rows). ``ingest`` raises the first fault and
+writes nothing; ``validate`` lists every fault and always rolls back.
+
+This module knows no contract and no database: it runs inside a transaction the facade
+(:class:`evstore.Store`) opens, through the ``transaction`` callable it is given.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..core.canonical import loads, loads_canonical
+from ..core.errors import EvstoreError, Faults, InputError, error
+from ..objects.artifacts import ArtifactResult, Document, IngestReport
+from ..objects.kinds import detect_kind, get_handler
+from ..objects.txn import Txn
+
+__all__ = [
+    "Document",
+    "IngestReport",
+    "Parsed",
+    "Progress",
+    "STREAM_CHUNK",
+    "Transact",
+    "as_documents",
+    "chunked",
+    "ingest_documents",
+    "offset_progress",
+    "one_shot",
+    "parse_documents",
+    "run_batches",
+    "validate_documents",
+]
+
+T = TypeVar("T")
+
+#: Documents (or byte strings) read, parsed and written at a time inside one transaction: what
+#: a streamed call holds in memory beyond its results.
+STREAM_CHUNK = 500
+
+#: ``transaction(work, mode=..., options=..., supplied=...)``: :meth:`evstore.Store.transaction`.
+Transact = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """One document after the strict reader: its parsed ``value``, ``canonical`` bytes, ``kind``."""
+
+    doc: Document
+    value: Any
+    canonical: bytes
+    kind: str
+
+
+def parse_documents(docs: Sequence[Document]) -> list[Parsed]:
+    """Read each document strictly and settle its kind (the handler must load).
+
+    Raises:
+        JSONFormError: ``json.*``. InputError: ``kind.unknown``.
+        StoreStateError: ``store.kind-unavailable`` (a handler that cannot be imported: the
+            document is refused, never stored as ``json``). Each error carries the
+            document's name as ``path``.
+    """
+    out = []
+    for d in docs:
+        try:
+            value, canonical = loads_canonical(d.data)
+            kind = d.kind or detect_kind(value)
+            if getattr(get_handler(kind), "number_tokens", False):
+                # The kind's rules need to see 10.0 as written (canonical bytes unchanged).
+                value = loads(d.data, number_tokens=True)
+        except EvstoreError as err:
+            err.path = d.name
+            raise
+        out.append(Parsed(d, value, canonical, kind))
+    return out
+
+
+def check_errors(handler: Any, value: Any, canonical: bytes, txn: Txn) -> list[EvstoreError]:
+    """A handler's check errors (``Faults.errors``).
+
+    The canonical bytes are passed when the handler accepts them (``accepts_canonical``).
+    """
+    if getattr(handler, "accepts_canonical", False):
+        return Faults.of(handler.check(value, txn, canonical=canonical)).errors
+    return Faults.of(handler.check(value, txn)).errors
+
+
+def _unused_error(unused: list[str]) -> EvstoreError:
+    # The caller meant those bytes for a document (--content, --source); silently ignoring
+    # them would hide a wrong file or a wrong document.
+    return error(
+        "input.unused-content",
+        f"{len(unused)} supplied byte string(s) are used by no document "
+        f"(sha256:{unused[0]}{', ...' if len(unused) > 1 else ''})",
+        sha256=unused,
+    )
+
+
+def _write_batch(handler: Any, run: list[Parsed], txn: Txn) -> list[ArtifactResult]:
+    """Write a run of documents of one batchable kind.
+
+    Each is checked, then staged (its bindings, in order: first fault wins), then all are
+    written with one statement per table.
+    """
+    batch: dict[str, Any] = {}
+    specs = []
+    prefetch = getattr(handler, "prefetch", None)
+    if prefetch is not None:  # one lookup for the whole run (store/contracts/manifests/store.py)
+        prefetch([p.value for p in run], txn, batch)
+    for p in run:
+        try:
+            faults = check_errors(handler, p.value, p.canonical, txn)
+            if faults:
+                raise faults[0]
+            batch["name"] = p.doc.name
+            specs.append(handler.stage(p.value, p.canonical, txn, batch))
+        except EvstoreError as err:
+            err.path = err.path or p.doc.name
+            raise
+    if prefetch is not None:
+        return list(handler.flush(specs, txn, batch))
+    return list(handler.flush(specs, txn))
+
+
+def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``items`` in lists of at most ``size`` (the last may be shorter), read lazily."""
+    it = iter(items)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
+
+
+def one_shot(items: Iterable[T]) -> Callable[[], Iterable[T]]:
+    """A getter of ``items`` for a transaction body that may be run again on contention.
+
+    A sequence is returned again on every call; any other iterable (a generator, a file's
+    lines) can be read once, so a second call raises ``store.busy`` instead of silently
+    storing nothing.
+    """
+    used = [False]
+
+    def take() -> Iterable[T]:
+        if isinstance(items, Sequence):
+            return items
+        if used[0]:
+            raise error(
+                "store.busy",
+                "the database was busy and the streamed input cannot be read again; "
+                "nothing was written: run the command again",
+            )
+        used[0] = True
+        return items
+
+    return take
+
+
+def _one_document(obj: Any) -> Document | None:
+    """The :class:`Document` of one input value, or None when ``obj`` is no single document."""
+    if isinstance(obj, Document):
+        return obj
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return Document(bytes(obj))
+    if isinstance(obj, os.PathLike):
+        path = os.fspath(obj)
+        try:
+            return Document(Path(path).read_bytes(), name=str(path))
+        except OSError as exc:
+            raise error(
+                "input.unreadable", f"cannot read {path}: {exc.strerror}", path=str(path)
+            ) from None
+    if isinstance(obj, dict) or (isinstance(obj, list) and obj):
+        try:
+            text = json.dumps(obj, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise error("input.invalid", f"the value is not JSON: {exc}") from None
+        return Document(text.encode("utf-8"))
+    return None
+
+
+def _each_document(items: Iterable[Any]) -> Iterator[Document]:
+    for i, obj in enumerate(items):
+        doc = _one_document(obj) if not isinstance(obj, (dict, list)) else None
+        if doc is None:
+            raise error(
+                "input.invalid",
+                f"item {i} of the documents is a {type(obj).__name__}: each item must be a "
+                "Document, JSON text as bytes or a pathlib.Path",
+                item=i,
+            )
+        yield doc
+
+
+def as_documents(obj: Any) -> Iterable[Document]:
+    """The documents of an ``ingest``/``validate`` input (streamed when ``obj`` is).
+
+    One document: a :class:`Document`; a parsed JSON value (a ``dict``, or a non-empty
+    ``list`` that is not a list of Documents: one array document); JSON text as ``bytes``;
+    a ``pathlib.Path`` (any ``os.PathLike``) read as it is. Many documents: a list of
+    Documents, or any other iterable (tuple, generator) whose items are Documents, bytes or
+    paths (read one at a time). An empty list is no document.
+
+    Raises:
+        InputError: ``input.invalid`` for anything else (a ``str`` is refused: pass JSON
+            text as bytes or a path as ``pathlib.Path``), or a value that is not JSON;
+            ``input.unreadable`` for a path that cannot be read.
+    """
+    if isinstance(obj, list) and obj and all(isinstance(d, Document) for d in obj):
+        return obj
+    if isinstance(obj, list) and not obj:
+        return obj
+    doc = _one_document(obj)
+    if doc is not None:
+        return [doc]
+    if isinstance(obj, (str, int, float, bool)) or obj is None or not isinstance(obj, Iterable):
+        raise error(
+            "input.invalid",
+            f"cannot ingest a {type(obj).__name__}: give a Document, a dict or list (a parsed "
+            "JSON value), JSON text as bytes, a pathlib.Path, or an iterable of Documents",
+        )
+    return _each_document(obj)
+
+
+def _write_parsed(parsed: list[Parsed], txn: Txn, report: IngestReport) -> None:
+    i = 0
+    while i < len(parsed):
+        p = parsed[i]
+        handler = get_handler(p.kind)
+        if hasattr(handler, "stage"):
+            j = i
+            while j < len(parsed) and parsed[j].kind == p.kind:
+                j += 1
+            report.results.extend(_write_batch(handler, parsed[i:j], txn))
+            i = j
+            continue
+        try:
+            faults = check_errors(handler, p.value, p.canonical, txn)
+            if faults:
+                raise faults[0]
+            report.results.append(handler.write(p.value, p.canonical, txn))
+        except EvstoreError as err:
+            err.path = err.path or p.doc.name
+            raise
+        i += 1
+
+
+#: ``progress(items done)``: called after each chunk of a streamed call (items so far).
+Progress = Callable[[int], None]
+
+
+def offset_progress(progress: Progress | None, base: int) -> Progress | None:
+    """``progress`` counting from ``base`` (the items committed by earlier batches)."""
+    if progress is None:
+        return None
+    return lambda n: progress(base + n)
+
+
+def _ingest_work(
+    docs: Iterable[Document], txn: Txn, progress: Progress | None = None
+) -> IngestReport:
+    """Ingest ``docs`` in this transaction, :data:`STREAM_CHUNK` documents at a time.
+
+    Within a chunk every document is read (JSON form, kind) before the first is checked;
+    memory holds one chunk's parsed values. ``progress(documents done)`` after each chunk.
+    """
+    report = IngestReport()
+    for chunk in chunked(docs, STREAM_CHUNK):
+        report.documents += len(chunk)
+        _write_parsed(parse_documents(chunk), txn, report)
+        if progress is not None:
+            progress(report.documents)
+    unused = txn.unused_supplied()
+    if unused:
+        raise _unused_error(unused)
+    return report
+
+
+def _batch_note(err: EvstoreError, done: int, stored: int) -> None:
+    """Say in ``err`` which batches were committed before the failing one."""
+    err.details["batch"] = done + 1
+    err.details["committed_batches"] = done
+    err.details["committed_items"] = stored
+    if done:
+        which = "batch 1 was" if done == 1 else f"batches 1-{done} were"
+        err.message += (
+            f" (batch {done + 1} was rolled back; {which} committed: {stored} item(s) stored)"
+        )
+    else:
+        err.message += " (batch 1 was rolled back; nothing was stored)"
+
+
+def run_batches(
+    items: Iterable[T],
+    batch: int,
+    work: Callable[[list[T]], Any],
+    on_batch: Callable[[int, int], None] | None = None,
+) -> list[Any]:
+    """Run ``work(chunk)`` (one transaction each) over ``items`` in chunks of ``batch``.
+
+    Returns:
+        Each chunk's result, in order.
+
+    Raises:
+        Whatever ``work`` raises, with ``details`` ``batch``, ``committed_batches`` and
+        ``committed_items`` and a message saying which batches were committed.
+    """
+    if batch < 1:
+        raise error("input.invalid", f"batch size must be at least 1, not {batch}")
+    out: list[Any] = []
+    stored = 0
+    for chunk in chunked(items, batch):
+        try:
+            out.append(work(chunk))
+        except EvstoreError as err:
+            _batch_note(err, len(out), stored)
+            raise
+        stored += len(chunk)
+        if on_batch is not None:
+            on_batch(len(out), stored)
+    return out
+
+
+def _check_options(options: dict[str, Any] | None) -> None:
+    """Refuse a ``source_document`` that is no content ref before anything is read.
+
+    Raises:
+        RefSyntaxError: ``ref.syntax`` (even when no document of the call would use it).
+    """
+    ref = (options or {}).get("source_document")
+    if ref is not None:
+        from ..core.refs import parse_ref
+
+        parse_ref(ref)
+
+
+def ingest_documents(
+    transaction: Transact,
+    docs: Iterable[Document],
+    *,
+    options: dict[str, Any] | None = None,
+    supplied: Sequence[bytes] = (),
+    batch: int | None = None,
+    on_batch: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
+) -> IngestReport:
+    """Validate and store JSON documents: one transaction (all or nothing), or batches.
+
+    Args:
+        transaction: :meth:`evstore.Store.transaction` of the store written to.
+        docs: the documents, in order: any iterable, read :data:`STREAM_CHUNK` at a time.
+        options: kind-specific options (e.g. ``scope`` for fragments).
+        supplied: bytes the documents may refer to by SHA-256; stored only when used.
+        batch: None: one transaction for every document. N: one transaction per N documents;
+            every rule that spans a call (supplied bytes must be used, an envelope's package
+            must be stored or in the same call) holds per batch.
+        on_batch: called as ``on_batch(batches committed, documents committed)`` after each
+            committed batch.
+        progress: called as ``progress(documents done)`` after each chunk of
+            :data:`STREAM_CHUNK` (counting committed batches; for a progress display).
+
+    Returns:
+        The report (``faults`` empty).
+
+    Raises:
+        The first fault, in the order: JSON form, kind, schema, contract rules,
+        self-address, bindings; then ``input.unused-content``. Nothing of the failing
+        transaction is written; with ``batch`` the earlier batches stay committed and the
+        error says so (``details.committed_batches``, ``details.committed_items``).
+    """
+    _check_options(options)
+    if batch is None:
+        take = one_shot(docs)
+        return transaction(  # type: ignore[no-any-return]
+            lambda txn: _ingest_work(take(), txn, progress), options=options, supplied=supplied
+        )
+    committed = [0]
+
+    def one(chunk: list[Document]) -> IngestReport:
+        tick = offset_progress(progress, committed[0])
+        return transaction(  # type: ignore[no-any-return]
+            lambda txn: _ingest_work(chunk, txn, tick), options=options, supplied=supplied
+        )
+
+    def after(batches: int, items: int) -> None:
+        committed[0] = items
+        if on_batch is not None:
+            on_batch(batches, items)
+
+    report = IngestReport()
+    for r in run_batches(docs, batch, one, after):
+        report.results.extend(r.results)
+        report.documents += r.documents
+    return report
+
+
+def _validate_work(parsed: list[Parsed], report: IngestReport, txn: Txn) -> None:
+    for p in parsed:
+        handler = get_handler(p.kind)
+        before = len(txn.faults)
+        faults = check_errors(handler, p.value, p.canonical, txn)
+        for f in faults:
+            f.path = f.path or p.doc.name
+        txn.faults.extend(faults)
+        if not faults:
+            try:
+                report.results.append(handler.write(p.value, p.canonical, txn))
+            except EvstoreError as err:  # a fault the handler could not defer
+                txn.faults.append(err)
+        for f in txn.faults[before:]:
+            f.path = f.path or p.doc.name
+    # Bytes a failing document would have used are never read (its checks stop at the first
+    # failing stage), so unused bytes are a fault only when no document failed: otherwise it
+    # would be reported although the caller supplied exactly the right bytes.
+    unused = txn.unused_supplied()
+    if unused and not txn.faults and not report.faults:
+        txn.faults.append(_unused_error(unused))
+
+
+def validate_documents(
+    transaction: Transact,
+    docs: Sequence[Document],
+    *,
+    options: dict[str, Any] | None = None,
+    supplied: Sequence[bytes] = (),
+) -> IngestReport:
+    """Run every check of :func:`ingest_documents`, listing all faults; writes nothing.
+
+    Bindings are checked against the store as it is (and against earlier documents of the
+    same call). JSON-form and kind faults are listed per document; ``input.unused-content``
+    only when no document has a fault (a failing document never reads its bytes). Never raises an
+    InputError; ``store.kind-unavailable`` and other store errors are raised.
+    """
+    report = IngestReport(documents=len(docs))
+    try:
+        _check_options(options)
+    except InputError as err:
+        report.faults.append(err)
+        return report
+    parsed: list[Parsed] = []
+    for d in docs:
+        try:
+            parsed.extend(parse_documents([d]))
+        except InputError as err:
+            report.faults.append(err)
+    _, faults = transaction(
+        lambda txn: _validate_work(parsed, report, txn),
+        mode="validate",
+        options=options,
+        supplied=supplied,
+    )
+    report.faults.extend(faults)
+    return report

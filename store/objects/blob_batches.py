@@ -1,0 +1,177 @@
+"""Many blobs in one transaction, and the expected-digest check of a put.
+
+:func:`put_stream_many` is the body of :meth:`evstore.Store.put_many`: small items are
+gathered into chunks written by one statement batch, large ones streamed, and a caller's
+stream is rewound when the transaction runs again (:class:`rereadable`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from typing import Any, BinaryIO
+
+import sqlalchemy as sa
+
+from ..core.errors import error
+from ..core.refs import ContentRef
+from . import blobs as _blobs
+
+__all__ = ["PUT_CHUNK", "expecting", "item_bytes", "put_stream_many", "rereadable"]
+
+#: A path larger than this (bytes) is streamed by itself instead of read into a chunk.
+_READ_WHOLE_MAX = 8 << 20
+#: A chunk of small items is written once it holds this many bytes.
+_CHUNK_BYTES = 64 << 20
+#: Small items ``put_many`` writes per statement batch: enough for PostgreSQL's COPY path
+#: (1,000 or more) and few statements on SQLite (issue 16, bench/core.py part a).
+PUT_CHUNK = 2000
+
+
+def item_bytes(item: Any, index: int) -> bytes | BinaryIO:
+    """An item of :meth:`evstore.Store.put_many`: its bytes, or an open stream for a large one.
+
+    Raises:
+        InputError: ``input.unreadable`` (a path that cannot be read), ``input.invalid``.
+    """
+    if isinstance(item, (bytes, bytearray, memoryview)):
+        return bytes(item)
+    if isinstance(item, os.PathLike):
+        path = os.fspath(item)
+        try:
+            fh = open(path, "rb")
+            if os.fstat(fh.fileno()).st_size > _READ_WHOLE_MAX:
+                return fh
+            with fh:
+                return fh.read()  # type: ignore[no-any-return]
+        except OSError as exc:
+            raise error(
+                "input.unreadable", f"cannot read {path}: {exc.strerror}", path=str(path)
+            ) from None
+    if hasattr(item, "read"):
+        return item  # type: ignore[no-any-return]
+    raise error(
+        "input.invalid",
+        f"item {index} is a {type(item).__name__}: put_many takes bytes, paths or binary streams",
+        item=index,
+    )
+
+
+def put_stream_many(
+    conn: sa.Connection,
+    items: Iterable[Any],
+    progress: Callable[[int], None] | None = None,
+    streams: dict[int, rereadable] | None = None,
+) -> list[_blobs.PutResult]:
+    """Store ``items`` on ``conn``, a chunk of small ones at a time, large ones streamed.
+
+    ``streams`` keeps, across the attempts of one transaction, each stream item's
+    :class:`~evstore.facade.ingest.rereadable` by its index, so a retry stores the same bytes.
+    """
+    if streams is None:
+        streams = {}
+    out: list[_blobs.PutResult] = []
+    pending: list[bytes] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal size
+        if pending:
+            out.extend(_blobs.put_many(conn, pending))
+            pending.clear()
+            size = 0
+            if progress is not None:
+                progress(len(out))
+
+    for i, item in enumerate(items):
+        data = item_bytes(item, i)
+        if isinstance(data, bytes):
+            pending.append(data)
+            size += len(data)
+            if len(pending) >= PUT_CHUNK or size >= _CHUNK_BYTES:
+                flush()
+            continue
+        flush()
+        if not isinstance(item, os.PathLike):  # a caller's stream: rewound on a retry
+            data = streams.setdefault(i, rereadable(data))()
+        try:
+            out.append(_blobs.put_stream(conn, data))
+        finally:
+            if isinstance(item, os.PathLike):
+                data.close()
+        if progress is not None:
+            progress(len(out))
+    flush()
+    return out
+
+
+def expecting(
+    wanted: ContentRef | None, expect: str | None
+) -> Callable[[_blobs.PutResult], _blobs.PutResult]:
+    """A check that a put's result hashes to ``wanted`` (the parsed ``expect`` ref).
+
+    Run inside the put's transaction, so a mismatch rolls everything back.
+
+    Raises:
+        InputError: ``put.digest-mismatch`` with ``expected`` and ``got`` in its details.
+    """
+
+    def check(res: _blobs.PutResult) -> _blobs.PutResult:
+        if wanted is not None:
+            got = res.digest.blake3 if wanted.algorithm == "blake3" else res.digest.sha256
+            if got != wanted.hex:
+                raise error(
+                    "put.digest-mismatch",
+                    f"the bytes do not hash to {expect}; nothing was stored",
+                    expected=expect,
+                    got=f"{wanted.algorithm}:{got}",
+                )
+        return res
+
+    return check
+
+
+class rereadable:  # noqa: N801 - used like a function, as one_shot is
+    """A stream for a transaction body that may be run again on contention.
+
+    Calling the object returns ``stream`` positioned where it was at the first call: a
+    seekable stream (a file, a spooled upload) is sought back to that position for every
+    later attempt, so each attempt hashes and stores the same bytes. A stream that cannot
+    seek (stdin, a pipe, a generator of chunks) is handed out once; a second call raises
+    ``store.busy`` (retryable; nothing was written) instead of storing what is left of it
+    (issue 23: a retried streamed put must never commit other bytes).
+
+    Raises:
+        StoreStateError: ``store.busy`` on a second call for a stream that cannot seek.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.start: int | None = None
+        self.used = False
+
+    def __call__(self) -> Any:
+        """The stream, at its starting position (raises ``store.busy`` as above)."""
+        if not self.used:
+            self.used = True
+            try:
+                if hasattr(self.stream, "seekable") and self.stream.seekable():
+                    self.start = int(self.stream.tell())
+            except (OSError, ValueError, AttributeError):
+                self.start = None
+            return self.stream
+        if self.start is None:
+            raise error(
+                "store.busy",
+                "the database was busy and the streamed input cannot be read again; "
+                "nothing was written: run the command again",
+            )
+        try:
+            self.stream.seek(self.start)
+        except (OSError, ValueError) as exc:
+            raise error(
+                "store.busy",
+                f"the database was busy and the input could not be rewound ({exc}); "
+                "nothing was written: run the command again",
+            ) from None
+        return self.stream

@@ -1,0 +1,434 @@
+"""Leases, implicit roots and the retention clock: what every write does for the collector.
+
+The collector (store/retention/gc.py) deletes an object only when no edge refers to it, no root
+holds
+it and its lease has expired, re-checked on the row inside the delete. This module gives
+writers their side of that agreement (docs/design.md#retention-and-garbage-collection):
+
+* :func:`hold` locks the blob rows a write is about to refer to (PostgreSQL ``FOR KEY SHARE``
+  until the commit; SQLite has one writer at a time), reports those that are gone and extends
+  their leases: a write never commits an edge to an object collected in between.
+* Every blob a write stores or finds stored is locked by the write's own lookup
+  (evstore.objects.blobs) and leased; at the commit the write roots what it wrote under the root of
+  the calling context (:func:`rooting`; ``default`` unless told otherwise): the artifacts an
+  ingest accepted, or the blobs a put stored. The task runs once per transaction, just before
+  the commit (evstore.db.engine ``BEFORE_COMMIT``): one statement per table.
+* :func:`record` writes the retention history (retain, release, collect) and calls the
+  functions in :data:`HISTORY_HOOKS` inside the same transaction (a tamper-evident log hooks
+  in here).
+* :func:`db_now` is the database's clock plus :data:`CLOCK`'s offset (tests move time).
+
+:data:`STEP_HOOK` lets tests run a collection at each step of a write: ``"bytes stored"``,
+``"lease extended"``, ``"edges written"`` and ``"commit"``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import datetime as _dt
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ..core.errors import error
+from ..core.settings import setting
+from ..db.engine import (
+    BEFORE_COMMIT,
+    COPY_MIN_ROWS,
+    copy_rows,
+    driver_rows,
+    executemany_all_or_none,
+)
+from ..db.settings import load_settings
+from ..db.tables import retention_history
+
+__all__ = [
+    "ACTOR",
+    "CLOCK",
+    "Clock",
+    "DEFAULT_ROOT",
+    "HISTORY_HOOKS",
+    "Pending",
+    "ROOT",
+    "ROOTED_HOOKS",
+    "STEP_HOOK",
+    "check_root_name",
+    "current_root",
+    "db_now",
+    "hold",
+    "note_artifacts",
+    "note_blobs",
+    "pending",
+    "record",
+    "rooting",
+    "sql_time",
+    "step",
+]
+
+#: The root every write uses unless the caller names another.
+DEFAULT_ROOT = "default"
+#: The root of writes in the current context (see :func:`rooting`).
+ROOT: contextvars.ContextVar[str] = contextvars.ContextVar("evstore_root", default=DEFAULT_ROOT)
+#: Who acts in the current context: ``local`` for the CLI and library, a token id for the server.
+ACTOR: contextvars.ContextVar[str] = contextvars.ContextVar("evstore_actor", default="local")
+#: ``hook(step)`` called at each step of a write (tests only); see the module docstring.
+STEP_HOOK: list[Callable[[str], None]] = []
+#: ``hook(conn, events)`` called inside the transaction that records history ``events``.
+HISTORY_HOOKS: list[Callable[[Connection, list[dict[str, Any]]], None]] = []
+#: ``hook(conn, root, addresses)`` called when a write roots objects under a root that did not
+#: hold them yet, inside its transaction (the tamper-evident log appends retain entries).
+ROOTED_HOOKS: list[Callable[[Connection, str, list[str]], None]] = []
+
+_ROOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,127}$")
+_IN = 500  # SQLite bound parameters per IN list
+
+
+@dataclass
+class Clock:
+    """The retention clock: the database's time plus :attr:`offset` (tests advance it)."""
+
+    offset: _dt.timedelta = _dt.timedelta(0)
+
+
+#: The one clock offset of this process.
+CLOCK = Clock()
+
+
+def step(name: str) -> None:
+    """Run the test hooks for write step ``name`` (no-op in normal use)."""
+    for hook in STEP_HOOK:
+        hook(name)
+
+
+def check_root_name(name: str) -> str:
+    """``name`` if it is a valid root name (1-128 of ``A-Z a-z 0-9 . _ : @ / + -``).
+
+    Raises:
+        InputError: ``root.name``.
+    """
+    if not isinstance(name, str) or not _ROOT_NAME.match(name):
+        raise error(
+            "root.name",
+            f"{name!r} is no root name: 1-128 characters of letters, digits and . _ : @ / + -,"
+            " starting with a letter or digit",
+            root=str(name),
+        )
+    return name
+
+
+def current_root() -> str:
+    """The root writes in the current context use (``default`` outside :func:`rooting`)."""
+    return ROOT.get()
+
+
+@contextlib.contextmanager
+def rooting(root: str = DEFAULT_ROOT, actor: str = "local") -> Iterator[None]:
+    """Writes inside this context root what they write under ``root``, acting as ``actor``.
+
+    Raises:
+        InputError: ``root.name``.
+    """
+    tokens = (ROOT.set(check_root_name(root)), ACTOR.set(actor))
+    try:
+        yield
+    finally:
+        ROOT.reset(tokens[0])
+        ACTOR.reset(tokens[1])
+
+
+def db_now(conn: Connection) -> _dt.datetime:
+    """The database's current time (UTC, aware) plus the clock offset.
+
+    PostgreSQL: ``now()`` (the transaction's start). SQLite: the clock of this process,
+    which is the database's (SQLite runs in it), to the millisecond as SQLite's
+    ``strftime('%f', 'now')`` gives it, without a statement (issue 16).
+    """
+    if conn.dialect.name == "postgresql":
+        value = driver_rows(conn, "SELECT now()")[0][0]
+    else:
+        value = _dt.datetime.now(_dt.UTC)
+        value = value.replace(microsecond=value.microsecond // 1000 * 1000)
+    return value.astimezone(_dt.UTC) + CLOCK.offset  # type: ignore[no-any-return]
+
+
+def sql_time(conn: Connection, when: _dt.datetime) -> Any:
+    """A driver parameter for ``when`` in a DateTime column (SQLite keeps naive UTC text)."""
+    if conn.dialect.name == "postgresql":
+        return when
+    return when.astimezone(_dt.UTC).replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+@dataclass
+class Pending:
+    """What the current write transaction stored, for its before-commit task.
+
+    Attributes:
+        root: the root its artifacts (or, without artifacts, its blobs) are rooted under.
+        blobs: addresses of every blob it stored or found stored.
+        artifacts: addresses of every artifact it stored or found stored.
+        leased: addresses whose lease it already extended.
+        fresh: addresses of the blobs it inserted: no root or lease row can exist for them
+            yet (both refer to the blob row), so theirs are written without a conflict check
+            (PostgreSQL: binary COPY, in a savepoint that falls back to the checked insert).
+    """
+
+    root: str
+    now: _dt.datetime
+    lease_seconds: int
+    blobs: set[str] = field(default_factory=set)
+    artifacts: set[str] = field(default_factory=set)
+    leased: set[str] = field(default_factory=set)
+    fresh: set[str] = field(default_factory=set)
+
+    @property
+    def expires(self) -> _dt.datetime:
+        """When a lease taken now expires."""
+        return self.now + _dt.timedelta(seconds=self.lease_seconds)
+
+    def __call__(self, conn: Connection) -> None:
+        """Root and lease what the transaction wrote (one statement per table), then commit."""
+        rooted = sorted(self.artifacts or self.blobs)
+        if rooted:
+            new = _insert_roots(conn, self.root, rooted, self.fresh)
+            for hook in ROOTED_HOOKS if new else ():
+                hook(conn, self.root, new)
+        if not self.artifacts and not self.leased:
+            leasing = rooted  # a put: the blobs, already sorted (100k: one sort less)
+        else:
+            leasing = sorted((self.blobs | self.artifacts) - self.leased)
+        _extend(conn, self, leasing)
+        step("commit")
+
+
+def pending(conn: Connection) -> Pending:
+    """The current transaction's :class:`Pending` (made on first use, settings read once)."""
+    task = conn.info.get(BEFORE_COMMIT)
+    if isinstance(task, Pending):
+        return task
+    seconds = setting(load_settings(conn), "gc.lease-seconds")
+    task = Pending(ROOT.get(), db_now(conn), max(0, int(seconds)))
+    conn.info[BEFORE_COMMIT] = task
+    return task
+
+
+def note_blobs(conn: Connection, addresses: Iterable[str], fresh: Iterable[str] = ()) -> None:
+    """Record blobs a write stored or found stored (rooted at commit when no artifact is).
+
+    Only rows this transaction wrote or locked when it found them (evstore.objects.blobs) may be
+    noted: :func:`hold` takes a noted blob as present and held without looking again.
+    ``fresh`` names those among them that this transaction inserted.
+    """
+    task = pending(conn)
+    task.blobs.update(addresses)
+    task.fresh.update(fresh)
+
+
+def note_artifacts(conn: Connection, addresses: Iterable[str]) -> None:
+    """Record artifacts a write stored or found stored (rooted at commit)."""
+    pending(conn).artifacts.update(addresses)
+
+
+def _insert_roots(
+    conn: Connection,
+    root: str,
+    addresses: Sequence[str],
+    fresh: set[str] | frozenset[str] = frozenset(),
+) -> list[str]:
+    """Root ``addresses`` under ``root``; return those the root did not hold (sorted).
+
+    Addresses in ``fresh`` (blobs this transaction inserted) cannot be rooted yet: on
+    PostgreSQL many of them go by COPY (:func:`_fresh_copy`).
+    """
+    if conn.dialect.name == "postgresql":
+        bulk = [a for a in addresses if a in fresh]
+        if len(bulk) >= COPY_MIN_ROWS and _fresh_copy(
+            conn, "roots", ("name", "address"), [(root, a) for a in bulk]
+        ):
+            rest = [a for a in addresses if a not in fresh]
+            return sorted(bulk + (_insert_roots(conn, root, rest) if rest else []))
+        rows = driver_rows(
+            conn,
+            "INSERT INTO roots (name, address) SELECT %s, a FROM unnest(%b::text[]) AS t(a)"
+            " ON CONFLICT DO NOTHING RETURNING address",
+            (root, list(addresses)),
+        )
+        return sorted(r[0] for r in rows)
+    new: list[str] = []
+    bulk = [a for a in addresses if a in fresh]
+    if len(bulk) >= _IN and _sqlite_fresh_roots(conn, root, bulk):
+        new, addresses = bulk, [a for a in addresses if a not in fresh]
+    for i in range(0, len(addresses), _IN):
+        part = addresses[i : i + _IN]
+        sql = (
+            "INSERT INTO roots (name, address) VALUES "
+            + ", ".join(["(?, ?)"] * len(part))
+            + " ON CONFLICT DO NOTHING RETURNING address"
+        )
+        new += [r[0] for r in driver_rows(conn, sql, tuple(v for a in part for v in (root, a)))]
+    return sorted(new)
+
+
+def _sqlite_fresh_roots(conn: Connection, root: str, addresses: list[str]) -> bool:
+    """SQLite: root fresh blobs by one ``executemany``; False (nothing written) unless all new.
+
+    See :func:`evstore.db.engine.executemany_all_or_none`.
+    """
+    sql = "INSERT INTO roots (name, address) VALUES (?, ?) ON CONFLICT DO NOTHING"
+    return executemany_all_or_none(conn, sql, [(root, a) for a in addresses]) is True
+
+
+def _fresh_copy(
+    conn: Connection, table: str, columns: tuple[str, str], rows: list[tuple[Any, Any]]
+) -> bool:
+    """PostgreSQL: COPY the root or lease rows of fresh blobs inside a savepoint.
+
+    Returns False, the savepoint rolled back, on a duplicate key (which a fresh blob cannot
+    have; the caller then takes the checked path): never a wrong row, never a failed write.
+    """
+    import psycopg
+
+    types = ("varchar", "varchar") if table == "roots" else ("varchar", "timestamptz")
+    try:
+        with conn.begin_nested():
+            copy_rows(conn, table, columns, types, rows)
+        return True
+    except sa.exc.IntegrityError as exc:
+        if isinstance(exc.orig, psycopg.errors.UniqueViolation):
+            return False
+        raise
+
+
+def _extend(conn: Connection, task: Pending, addresses: Sequence[str]) -> None:
+    """Extend the leases of ``addresses`` to ``task.expires`` (one statement).
+
+    A lease is only ever lengthened, and only rewritten when less than half of it remains:
+    every write leaves at least half a lease ahead of what it found or stored, and an
+    object written again and again (a shared source) costs no row update each time.
+    """
+    task.leased.update(addresses)
+    if not addresses or task.lease_seconds <= 0:
+        return  # a zero lease protects nothing: no row needed
+    half = task.now + _dt.timedelta(seconds=task.lease_seconds / 2)
+    if conn.dialect.name == "postgresql":
+        bulk = [a for a in addresses if a in task.fresh]
+        if len(bulk) >= COPY_MIN_ROWS and _fresh_copy(
+            conn, "leases", ("address", "expires_at"), [(a, task.expires) for a in bulk]
+        ):
+            addresses = [a for a in addresses if a not in task.fresh]
+            if not addresses:
+                return
+        driver_rows(
+            conn,
+            "INSERT INTO leases (address, expires_at) SELECT a, %s FROM unnest(%b::text[])"
+            " AS t(a) ON CONFLICT (address) DO UPDATE SET expires_at = excluded.expires_at"
+            " WHERE leases.expires_at < %s",
+            (task.expires, list(addresses), half),
+        )
+        return
+    stamp, when = sql_time(conn, task.expires), sql_time(conn, half)
+    driver_rows(
+        conn,
+        "INSERT INTO leases (address, expires_at) VALUES (?, ?) ON CONFLICT (address)"
+        " DO UPDATE SET expires_at = excluded.expires_at WHERE leases.expires_at < ?",
+        [(a, stamp, when) for a in addresses],
+        many=True,
+    )
+
+
+def _present_locked(conn: Connection, addresses: Sequence[str]) -> set[str]:
+    """Which of ``addresses`` are stored, each row locked against deletion until the commit."""
+    if conn.dialect.name == "postgresql":
+        return {
+            r[0]
+            for r in driver_rows(
+                conn,
+                "SELECT address FROM blobs WHERE address = ANY(%b) ORDER BY address FOR KEY SHARE",
+                (list(addresses),),
+            )
+        }
+    found: set[str] = set()
+    for i in range(0, len(addresses), _IN):
+        part = tuple(addresses[i : i + _IN])
+        sql = f"SELECT address FROM blobs WHERE address IN ({','.join('?' * len(part))})"
+        found.update(r[0] for r in driver_rows(conn, sql, part))
+    return found
+
+
+def hold(conn: Connection, addresses: Iterable[str]) -> list[str]:
+    """Lock the stored blobs among ``addresses``, extend their leases; return the absent ones.
+
+    Called by a write before it refers to objects (edges), and by an upload's existence check
+    (evstore.retention.ops ``missing``). PostgreSQL: ``SELECT ... FOR KEY SHARE`` holds each row
+    until the commit, so the collector (``FOR UPDATE SKIP LOCKED``) cannot delete it; a row
+    the collector deleted first is not returned. SQLite: one writer at a time, so the rows
+    found stay until the commit.
+
+    Returns:
+        The addresses (64 hex) not stored, sorted.
+    """
+    wanted = sorted(set(addresses))
+    if not wanted:
+        return []
+    task = pending(conn)
+    # A blob this transaction stored or found stored is present and held already (its row
+    # is this transaction's, or locked by the lookup that found it: :func:`note_blobs`);
+    # its lease is taken at the commit with the rest. Only the others are looked up.
+    rest = [a for a in wanted if a not in task.blobs]
+    present = _present_locked(conn, rest) if rest else set()
+    _extend(conn, task, sorted(present - task.leased))
+    return [a for a in rest if a not in present]
+
+
+def record(
+    conn: Connection,
+    action: str,
+    *,
+    root: str | None = None,
+    addresses: Sequence[str] = (),
+    detail: dict[str, Any] | None = None,
+    details: Sequence[dict[str, Any]] | None = None,
+    now: _dt.datetime | None = None,
+) -> list[dict[str, Any]]:
+    """Write retention history rows (the one place retain, release and collection record).
+
+    One row per address (or one row without address when ``addresses`` is empty), with the
+    actor of the current context (:data:`ACTOR`) and the database's time; then every
+    function in :data:`HISTORY_HOOKS` is called with the same events, in this transaction.
+
+    Args:
+        conn: the write transaction of the operation recorded.
+        action: ``retain``, ``release`` or ``collect``.
+        root: the root acted on (None for a collection).
+        addresses: the objects (64 hex).
+        detail: JSON-ready facts shared by every row.
+        details: JSON-ready facts per address (instead of ``detail``).
+        now: the event time (default: :func:`db_now`).
+
+    Returns:
+        The events written: ``{"at", "actor", "action", "root", "address", "detail"}``.
+    """
+    at = now or db_now(conn)
+    actor = ACTOR.get()
+    per = list(details) if details is not None else [detail or {}] * max(1, len(addresses))
+    rows = [
+        {
+            "at": at,
+            "actor": actor,
+            "action": action,
+            "root": root,
+            "address": a,
+            "detail": json.dumps(d, sort_keys=True),
+        }
+        for a, d in zip(list(addresses) or [None], per, strict=True)  # type: ignore[list-item]
+    ]
+    conn.execute(sa.insert(retention_history), rows)
+    events = [{**r, "detail": d} for r, d in zip(rows, per, strict=True)]
+    for hook in HISTORY_HOOKS:
+        hook(conn, events)
+    return events

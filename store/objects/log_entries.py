@@ -1,0 +1,463 @@
+"""Appending to the tamper-evident log, in the transaction that accepted the write.
+
+Every accepted write (a new blob by ``put``, a new ``(address, kind)`` by ``ingest``; later
+retain, release and delete) records one *entry* with :func:`append_entry`. The entries of a
+transaction are written when it is about to commit (a :func:`evstore.db.engine.commit_hook`), in one
+batched insert into ``log_entries`` and one into ``log_nodes`` (the complete subtrees the new
+leaves complete, RFC 9162 section 2.1), inside that transaction: no write is acknowledged
+without its entry, and a transaction that rolls back leaves none.
+
+Indices are dense. SQLite runs one writer at a time (``BEGIN IMMEDIATE``); on PostgreSQL the
+append takes a transaction-level advisory lock (:data:`LOG_LOCK`) just before it reads the
+log's size, as the transaction's last statements: writers hold it only for the append and
+the commit, and since nothing waits for another lock after it, it adds no deadlock.
+
+An entry is the RFC 8785 bytes of (docs/log.md)::
+
+    {"accepted_at": "2026-12-02T01:02:03.456789Z", "address": "blake3:<hex>",
+     "kind": "<kind>" (ingest), "op": "put"|"ingest"|"retain"|"release"|"delete",
+     "root": "<root>" (retain, release), "sha256": "sha256:<hex>", "size": <bytes>, "v": 1}
+
+Reading the tree (roots and proofs at any size) batches its O(log n) subtree lookups into
+one query (:func:`fetch_subtrees`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from ..core.canonical import dumps, dumps_many, loads
+from ..core.digests import Digest
+from ..core.errors import error
+from ..db.engine import COPY_MIN_ROWS, commit_hook, copy_rows, driver_rows
+from ..tlog import merkle
+from .leases import HISTORY_HOOKS, ROOTED_HOOKS
+
+__all__ = [
+    "ENTRY_VERSION",
+    "LOG_LOCK",
+    "OPS",
+    "append_entries",
+    "append_entry",
+    "append_puts",
+    "consistency_at",
+    "entry_bytes",
+    "fetch_subtrees",
+    "inclusion_at",
+    "iso_time",
+    "log_history",
+    "log_rooted",
+    "log_size",
+    "parse_entry",
+    "root_at",
+]
+
+#: The operations an entry names.
+OPS = ("put", "ingest", "retain", "release", "delete")
+#: The entry format version (the ``v`` member).
+ENTRY_VERSION = 1
+#: The PostgreSQL advisory lock an appending transaction holds from the append to its commit.
+LOG_LOCK = 7403012513
+
+_HOOK = "log"
+_ENTRY_TYPES = ("int8", "varchar", "bytea")
+_NODE_TYPES = ("int4", "int8", "bytea")
+_FIELDS = {"accepted_at", "address", "kind", "op", "root", "sha256", "size", "v"}
+
+
+def iso_time(when: _dt.datetime) -> str:
+    """``when`` as RFC 3339 UTC with microseconds, e.g. ``2026-12-02T01:02:03.000456Z``.
+
+    A naive datetime (SQLite's ``CURRENT_TIMESTAMP``) is taken as UTC.
+    """
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=_dt.UTC)
+    return when.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _hex(value: str) -> str:
+    return value.split(":", 1)[1] if ":" in value else value
+
+
+def entry_bytes(
+    op: str,
+    address: str,
+    sha256: str,
+    size: int,
+    accepted_at: str,
+    *,
+    kind: str | None = None,
+    root: str | None = None,
+) -> bytes:
+    """The RFC 8785 bytes of one log entry (the format is in the module docstring).
+
+    Args:
+        op: one of :data:`OPS`.
+        address: the object's BLAKE3 address, 64 hex with or without ``blake3:``.
+        sha256: its SHA-256, 64 hex with or without ``sha256:``.
+        size: its length in bytes.
+        accepted_at: the accepting time (:func:`iso_time`); an operator's claim, never part
+            of any address.
+        kind: the artifact's kind (``ingest``), else None.
+        root: the root name (``retain``, ``release``), else None.
+
+    Raises:
+        ValueError: an unknown ``op``.
+    """
+    return dumps(_entry(op, address, sha256, size, accepted_at, kind, root))
+
+
+def _entry(
+    op: str,
+    address: str,
+    sha256: str,
+    size: int,
+    accepted_at: str,
+    kind: str | None,
+    root: str | None,
+) -> dict[str, Any]:
+    """The entry object :func:`entry_bytes` encodes (raises ValueError for an unknown op)."""
+    if op not in OPS:
+        raise ValueError(f"unknown log operation {op!r}")
+    obj: dict[str, Any] = {
+        "v": ENTRY_VERSION,
+        "op": op,
+        "address": "blake3:" + _hex(address),
+        "sha256": "sha256:" + _hex(sha256),
+        "size": int(size),
+        "accepted_at": accepted_at,
+    }
+    if kind is not None:
+        obj["kind"] = kind
+    if root is not None:
+        obj["root"] = root
+    return obj
+
+
+def parse_entry(data: bytes) -> dict[str, Any]:
+    """The entry object of ``data``, checked: canonical RFC 8785 bytes of the documented shape.
+
+    Raises:
+        InputError: ``log.entry-malformed`` naming what is wrong.
+    """
+
+    def bad(why: str) -> Exception:
+        return error("log.entry-malformed", f"the log entry {why}")
+
+    try:
+        obj = loads(data)
+    except Exception:  # noqa: BLE001 - any reader fault: the entry is not JSON
+        raise bad("is not JSON") from None
+    if not isinstance(obj, dict) or dumps(obj) != bytes(data):
+        raise bad("is not a canonical (RFC 8785) JSON object")
+    if set(obj) - _FIELDS or obj.get("v") != ENTRY_VERSION or obj.get("op") not in OPS:
+        raise bad(f"has unknown members or version (known: {', '.join(sorted(_FIELDS))})")
+    for name, prefix in (("address", "blake3:"), ("sha256", "sha256:")):
+        value = obj.get(name)
+        if not (isinstance(value, str) and value.startswith(prefix) and len(value) == 71):
+            raise bad(f"has no valid {name}")
+    if type(obj.get("size")) is not int or obj["size"] < 0:
+        raise bad("has no valid size")
+    if not isinstance(obj.get("accepted_at"), str):
+        raise bad("has no accepted_at time")
+    return obj
+
+
+@dataclass
+class _Pending:
+    """The entries one transaction records, appended by its commit hook."""
+
+    items: list[tuple[str, str, str, int, str | None, str | None]] = field(default_factory=list)
+
+    def __call__(self, conn: Connection) -> None:
+        if not self.items:
+            return
+        now = iso_time(_dt.datetime.now(_dt.UTC))
+        # One canonical form for all entries, one domain pass (canonical.dumps_many).
+        objs = [_entry(op, a, s, n, now, k, r) for op, a, s, n, k, r in self.items]
+        datas = dumps_many(objs)
+        append_entries(conn, [(_hex(it[1]), d) for it, d in zip(self.items, datas, strict=True)])
+
+
+def append_entry(
+    conn: Connection,
+    *,
+    op: str,
+    address: str,
+    sha256: str,
+    size: int,
+    kind: str | None = None,
+    root: str | None = None,
+) -> None:
+    """Record one log entry for the write transaction on ``conn``; appended at its commit.
+
+    Call it from inside :meth:`evstore.db.engine.Database.run_transaction` (or
+    ``Store.transaction``)
+    for every accepted write that changes what the store holds: the entries are appended,
+    in recording order, just before that transaction commits, with one accepting time. In a
+    transaction that rolls back (or a validate run) nothing is appended.
+
+    Args:
+        conn: the open write transaction.
+        op: ``put``, ``ingest``, ``retain``, ``release`` or ``delete`` (:data:`OPS`).
+        address: the object's address, 64 hex or ``blake3:<hex>``.
+        sha256: its SHA-256, 64 hex or ``sha256:<hex>``.
+        size: its size in bytes.
+        kind: the kind (ingest; may be given for the others).
+        root: the root name (retain, release).
+
+    Raises:
+        ValueError: an unknown ``op``.
+    """
+    if op not in OPS:
+        raise ValueError(f"unknown log operation {op!r}")
+    pending: _Pending = commit_hook(conn, _HOOK, _Pending)
+    pending.items.append((op, address, sha256, int(size), kind, root))
+
+
+def append_puts(conn: Connection, digests: Sequence[Digest]) -> None:
+    """Record a ``put`` entry for each of ``digests`` (:func:`append_entry`, many at once).
+
+    Args:
+        conn: the open write transaction.
+        digests: the :class:`~evstore.core.digests.Digest` of each blob the transaction stored
+            new, in recording order.
+    """
+    if digests:
+        pending: _Pending = commit_hook(conn, _HOOK, _Pending)
+        pending.items.extend(("put", d.blake3, d.sha256, d.size, None, None) for d in digests)
+
+
+#: Retention history actions and the log operation each appends.
+_HISTORY_OPS = {"retain": "retain", "release": "release", "collect": "delete"}
+
+
+def _facts(conn: Connection, addresses: Sequence[str]) -> dict[str, tuple[str, int]]:
+    """``address -> (sha256, size)`` of the stored blobs among ``addresses`` (one query)."""
+    out: dict[str, tuple[str, int]] = {}
+    mark = "?" if conn.dialect.name == "sqlite" else "%s"
+    for i in range(0, len(addresses), 500):
+        part = list(addresses[i : i + 500])
+        sql = (
+            "SELECT address, sha256, size FROM blobs WHERE address IN ("
+            + ", ".join([mark] * len(part))
+            + ")"
+        )
+        out.update({a: (h, int(n)) for a, h, n in conn.exec_driver_sql(sql, tuple(part))})
+    return out
+
+
+def log_history(conn: Connection, events: list[dict[str, Any]]) -> None:
+    """Append ``retain``/``release``/``delete`` entries for retention history events.
+
+    Registered in ``evstore.objects.leases.HISTORY_HOOKS``: retain, release and collection record
+    their events in the transaction that makes them, before a collected blob row is deleted,
+    so each object's SHA-256 and size are read here. An event naming no stored blob appends
+    nothing.
+    """
+    wanted = [e for e in events if e.get("action") in _HISTORY_OPS and e.get("address")]
+    facts = _facts(conn, [str(e["address"]) for e in wanted]) if wanted else {}
+    for e in wanted:
+        fact = facts.get(str(e["address"]))
+        if fact is not None:
+            op, root = _HISTORY_OPS[str(e["action"])], e.get("root")
+            append_entry(
+                conn, op=op, address=str(e["address"]), sha256=fact[0], size=fact[1], root=root
+            )
+
+
+def log_rooted(conn: Connection, root: str, addresses: list[str]) -> None:
+    """Append ``retain`` entries when a write roots already-stored objects under a new root.
+
+    Registered in ``evstore.objects.leases.ROOTED_HOOKS``. An object this transaction stored has
+    its ``put``/``ingest`` entry already, so only the others (identical content written
+    again under another root) append one.
+    """
+    pending: _Pending = commit_hook(conn, _HOOK, _Pending)
+    fresh = {_hex(item[1]) for item in pending.items}
+    rest = [a for a in addresses if a not in fresh]
+    facts = _facts(conn, rest) if rest else {}
+    for a in rest:
+        if a in facts:
+            append_entry(
+                conn, op="retain", address=a, sha256=facts[a][0], size=facts[a][1], root=root
+            )
+
+
+HISTORY_HOOKS.append(log_history)
+ROOTED_HOOKS.append(log_rooted)
+
+
+class _Recorder:
+    """A :class:`~evstore.tlog.merkle.SubtreeSource` that records keys asked, answers zeros."""
+
+    def __init__(self) -> None:
+        self.keys: list[tuple[int, int]] = []
+
+    def subtree_hash(self, level: int, index: int) -> bytes:
+        self.keys.append((level, index))
+        return bytes(merkle.HASH_SIZE)
+
+
+class _Found:
+    """A :class:`~evstore.tlog.merkle.SubtreeSource` over fetched rows; a missing one is damage."""
+
+    def __init__(self, rows: dict[tuple[int, int], bytes]) -> None:
+        self.rows = rows
+
+    def subtree_hash(self, level: int, index: int) -> bytes:
+        try:
+            return self.rows[(level, index)]
+        except KeyError:
+            raise error(
+                "corruption.log",
+                f"the log has no stored subtree ({level}, {index})",
+                level=level,
+                index=index,
+            ) from None
+
+
+def fetch_subtrees(
+    conn: Connection, keys: Iterable[tuple[int, int]]
+) -> dict[tuple[int, int], bytes]:
+    """The stored hashes of complete subtrees ``(level, idx)``, in one query.
+
+    Keys missing from ``log_nodes`` are missing from the result. The query is an OR of
+    primary-key equalities, which both backends answer with one index probe per key (a
+    row-value ``IN`` list makes SQLite scan).
+    """
+    wanted = sorted(set(keys))
+    if not wanted:
+        return {}
+    mark = "?" if conn.dialect.name == "sqlite" else "%s"
+    term = f"(level = {mark} AND idx = {mark})"
+    sql = "SELECT level, idx, hash FROM log_nodes WHERE " + " OR ".join([term] * len(wanted))
+    params = tuple(v for key in wanted for v in key)
+    return {(int(lv), int(i)): bytes(h) for lv, i, h in conn.exec_driver_sql(sql, params)}
+
+
+def _batched(conn: Connection, compute: Callable[[merkle.SubtreeSource], Any]) -> Any:
+    """Run a merkle computation twice: once to learn the subtrees it reads, once on them."""
+    recorder = _Recorder()
+    compute(recorder)
+    return compute(_Found(fetch_subtrees(conn, recorder.keys)))
+
+
+def log_size(conn: Connection) -> int:
+    """The number of entries in the log (the next entry's index)."""
+    top = conn.exec_driver_sql("SELECT max(idx) FROM log_entries").scalar()
+    return 0 if top is None else int(top) + 1
+
+
+def root_at(conn: Connection, size: int) -> bytes:
+    """MTH of the first ``size`` entries from stored subtrees (RFC 9162 2.1.1), one query.
+
+    Raises:
+        LogRangeError: ``log.range``; CorruptionError: ``corruption.log`` (a missing node).
+    """
+    return _batched(conn, lambda nodes: merkle.root(size, nodes))
+
+
+def inclusion_at(conn: Connection, index: int, size: int) -> list[bytes]:
+    """The inclusion proof of entry ``index`` in the tree of ``size`` (RFC 9162 2.1.3.1).
+
+    Raises:
+        LogRangeError: ``log.range``; CorruptionError: ``corruption.log``.
+    """
+    return _batched(conn, lambda nodes: merkle.inclusion_proof(index, size, nodes))
+
+
+def consistency_at(conn: Connection, old_size: int, new_size: int) -> list[bytes]:
+    """The consistency proof from ``old_size`` to ``new_size`` (RFC 9162 2.1.4.1).
+
+    Raises:
+        LogRangeError: ``log.range``; CorruptionError: ``corruption.log``.
+    """
+    return _batched(conn, lambda nodes: merkle.consistency_proof(old_size, new_size, nodes))
+
+
+def _frontier(size: int) -> list[tuple[int, int]]:
+    """The complete subtrees whose concatenation is the tree of ``size`` (left to right)."""
+    keys, start = [], 0
+    for level in range(size.bit_length() - 1, -1, -1):
+        if size >> level & 1:
+            keys.append((level, start >> level))
+            start += 1 << level
+    return keys
+
+
+def _head_sql(null: str, levels: int = 64) -> str:
+    """One query for the log's size ``n`` and its frontier subtrees ``(l, (n >> l) - 1)``."""
+    values = ", ".join(f"({lv})" for lv in range(levels))
+    return (
+        f"WITH lv(level) AS (VALUES {values}),"
+        " s(n) AS (SELECT COALESCE(MAX(idx) + 1, 0) FROM log_entries)"
+        f" SELECT n, {null} FROM s UNION ALL"
+        " SELECT s.n, x.level, x.idx, x.hash FROM s JOIN lv ON ((s.n >> lv.level) & 1) = 1"
+        " JOIN log_nodes x ON x.level = lv.level AND x.idx = (s.n >> lv.level) - 1"
+    )
+
+
+_HEAD_SQL = _head_sql("NULL, NULL, NULL")
+_HEAD_SQL_PG = _head_sql("CAST(NULL AS integer), CAST(NULL AS bigint), CAST(NULL AS bytea)")
+
+
+def append_entries(conn: Connection, entries: Sequence[tuple[str, bytes]]) -> int:
+    """Append ``(address hex, entry bytes)`` pairs now, under the log lock; return the first index.
+
+    One insert of the entries and one of the subtrees they complete. Normally called by the
+    commit hook :func:`append_entry` registers (and by the migration that creates the log).
+
+    Raises:
+        CorruptionError: ``corruption.log`` when a stored frontier subtree is missing.
+    """
+    pg = conn.dialect.name == "postgresql"
+    if pg:
+        driver_rows(conn, f"SELECT pg_advisory_xact_lock({LOG_LOCK})")
+    # The size and the frontier subtrees it needs, in one statement (after the lock).
+    start, found = -1, {}
+    for n, level, idx, digest in driver_rows(conn, _HEAD_SQL_PG if pg else _HEAD_SQL):
+        start = int(n)
+        if level is not None:
+            found[(int(level), int(idx))] = bytes(digest)
+    nodes = _Found(found)
+    missing = set(_frontier(start)) - set(found)
+    if missing:
+        nodes.subtree_hash(*min(missing))  # corruption.log
+    rows: list[tuple[int, int, bytes]] = []
+    for offset, (_, data) in enumerate(entries):
+        for level, idx, digest in merkle.new_subtrees(
+            start + offset, merkle.leaf_hash(data), nodes
+        ):
+            nodes.rows[(level, idx)] = digest
+            rows.append((level, idx, digest))
+    entry_rows = [(start + i, address, data) for i, (address, data) in enumerate(entries)]
+    if pg and len(entry_rows) + len(rows) >= COPY_MIN_ROWS:  # no key can exist: COPY
+        copy_rows(conn, "log_entries", ("idx", "address", "entry"), _ENTRY_TYPES, entry_rows)
+        copy_rows(conn, "log_nodes", ("level", "idx", "hash"), _NODE_TYPES, rows)
+        return start
+    if pg:  # both inserts in one statement (a data-modifying WITH), arrays unnested
+        columns = [list(c) for c in zip(*entry_rows, strict=True)]
+        columns += [list(c) for c in zip(*rows, strict=True)]
+        driver_rows(
+            conn,
+            "WITH e AS (INSERT INTO log_entries (idx, address, entry)"
+            " SELECT * FROM unnest(%b::bigint[], %b::varchar[], %b::bytea[]))"
+            " INSERT INTO log_nodes (level, idx, hash)"
+            " SELECT * FROM unnest(%b::integer[], %b::bigint[], %b::bytea[])",
+            tuple(columns),
+        )
+        return start
+    driver_rows(
+        conn,
+        "INSERT INTO log_entries (idx, address, entry) VALUES (?, ?, ?)",
+        entry_rows,
+        many=True,
+    )
+    driver_rows(conn, "INSERT INTO log_nodes (level, idx, hash) VALUES (?, ?, ?)", rows, many=True)
+    return start
