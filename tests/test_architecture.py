@@ -231,7 +231,8 @@ def _import_rule(m: Module, target: str, name: str, inner: Module | None) -> str
             return ""
         return "above the surface evstore is imported through evstore.__all__ only"
     if inner.folder != m.folder and RANKS[inner.folder] >= RANKS[m.folder]:
-        return f"{m.folder or 'the root'} (rank {RANKS[m.folder]}) imports {inner.folder or 'the root'} (rank {RANKS[inner.folder]})"
+        here, there = m.folder or "the root", inner.folder or "the root"
+        return f"{here} (rank {RANKS[m.folder]}) imports {there} (rank {RANKS[inner.folder]})"
     if m.contract is not None and inner.contract is not None and inner.contract != m.contract:
         if not (m.contract == "runs" and inner.pure):
             return f"contract {m.contract} imports contract {inner.contract}"
