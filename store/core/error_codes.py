@@ -102,6 +102,8 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
      "stored bytes have another length than recorded; never served"),
     ("corruption.sha256-index", "corruption", "",
      "the SHA-256 recorded for a blob does not match its bytes"),
+    ("corruption.blob-missing", "corruption", "",
+     "the bytes a blob row names are missing from its blob backend; never served"),
     ("check.not-canonical", "corruption", "",
      "a stored artifact's bytes are not in canonical form"),
     ("check.artifact-without-blob", "corruption", "", "an artifact index row has no blob"),
@@ -123,6 +125,13 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("store.replaced", "store", "",
      "the SQLite store file was deleted or replaced while the process had it open"),
     ("store.database", "store", "", "another database error"),
+    # -- blob backends (docs/design.md, "Blob bytes outside the database")
+    ("blobs.spec", "input", "",
+     "a blob backend spec is not inline, file:DIR or s3://BUCKET/PREFIX[?endpoint=&region=]"),
+    ("blobs.key", "input", "", "a blob backend key is not a relative /-separated path"),
+    ("blobs.unreachable", "store", "",
+     "the blob backend (a directory or an S3-compatible server) cannot be reached; retryable"),
+    ("blobs.backend", "store", "", "the blob backend failed (permissions, space, a refusal)"),
     ("interrupted.signal", "store", "",
      "the command was interrupted (Ctrl-C, exit 130); its open transaction was rolled back"),
     # -- the HTTP server (docs/http.md) and its bearer tokens

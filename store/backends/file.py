@@ -1,0 +1,150 @@
+"""The directory backend (``file:DIR``): one file per key, written atomically.
+
+A put writes a temporary file beside its target (same directory, so the rename cannot cross
+file systems), fsyncs it, renames it into place and fsyncs the directory: after a crash the
+key holds the whole object or nothing. Temporary files start with ``.`` and are never
+listed; a crash may leave one, and the orphan sweep removes it with the other strays.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import secrets
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..core.errors import EvstoreError, error
+from .base import CHUNK, Listed, missing
+
+__all__ = ["FileBackend"]
+
+
+class FileBackend:
+    """A :class:`~evstore.backends.base.BlobBackend` over the directory ``root``.
+
+    Args:
+        root: the directory (created when missing, with its parents).
+
+    Raises:
+        StoreStateError: ``blobs.backend`` when the directory cannot be created.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root).resolve()
+        self.spec = f"file:{self.root}"
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise self._fault("create", exc) from None
+
+    def _fault(self, what: str, exc: OSError) -> EvstoreError:
+        return error(
+            "blobs.backend",
+            f"the blob backend {self.spec} failed to {what}: {exc.strerror or exc}",
+            backend=self.spec,
+        )
+
+    def _path(self, key: str) -> Path:
+        if not key or key.startswith("/") or ".." in key.split("/") or "\\" in key:
+            raise error("blobs.key", f"not a backend key: {key!r}", key=key)
+        return self.root / key
+
+    def _write(self, key: str, fill: object) -> None:
+        target = self._path(key)
+        tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "xb") as out:
+                fill(out)  # type: ignore[operator]
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, target)
+            fd = os.open(target.parent, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise self._fault(f"write {key}", exc) from None
+
+    def put_file(self, key: str, path: str) -> None:
+        """Store the local file at ``path`` under ``key`` (temporary file, fsync, rename).
+
+        Raises:
+            OSError: ``path`` cannot be opened (nothing is written).
+        """
+        with open(path, "rb") as src:
+            self._write(key, lambda out: shutil.copyfileobj(src, out, CHUNK))
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key`` (temporary file, fsync, rename)."""
+        self._write(key, lambda out: out.write(data))  # type: ignore[attr-defined]
+
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of the object (``corruption.blob-missing`` when absent)."""
+        try:
+            with open(self._path(key), "rb") as f:
+                f.seek(start)
+                return f.read(max(0, end - start))
+        except FileNotFoundError:
+            raise missing(self.spec, key) from None
+        except OSError as exc:
+            raise self._fault(f"read {key}", exc) from None
+
+    def iter_chunks(self, key: str) -> Iterator[bytes]:
+        """The whole object in chunks of :data:`~evstore.backends.base.CHUNK` bytes."""
+        try:
+            f = open(self._path(key), "rb")  # noqa: SIM115 - closed by the generator
+        except FileNotFoundError:
+            raise missing(self.spec, key) from None
+        except OSError as exc:
+            raise self._fault(f"read {key}", exc) from None
+        return self._chunks(f, key)
+
+    def _chunks(self, f: object, key: str) -> Iterator[bytes]:
+        with f:  # type: ignore[attr-defined]
+            while True:
+                try:
+                    b = f.read(CHUNK)  # type: ignore[attr-defined]
+                except OSError as exc:
+                    raise self._fault(f"read {key}", exc) from None
+                if not b:
+                    return
+                yield b
+
+    def stat(self, key: str) -> int | None:
+        """The object's size in bytes, or None."""
+        try:
+            return self._path(key).stat().st_size
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise self._fault(f"stat {key}", exc) from None
+
+    def delete(self, key: str) -> None:
+        """Remove the object (nothing when it is absent)."""
+        try:
+            self._path(key).unlink(missing_ok=True)
+        except OSError as exc:
+            raise self._fault(f"delete {key}", exc) from None
+
+    def list(self, prefix: str) -> Iterator[Listed]:
+        """Every object under the directory ``prefix`` (``""``: all; temporary files excluded)."""
+        start = self._path(prefix) if prefix else self.root
+        if not start.is_dir():
+            return
+        for dirpath, dirnames, filenames in os.walk(start):
+            dirnames.sort()
+            for name in sorted(filenames):
+                if name.startswith("."):
+                    continue
+                full = Path(dirpath) / name
+                try:
+                    st = full.stat()
+                except FileNotFoundError:
+                    continue  # deleted while listing
+                when = _dt.datetime.fromtimestamp(st.st_mtime, _dt.UTC)
+                yield Listed(full.relative_to(self.root).as_posix(), st.st_size, when)

@@ -1,0 +1,142 @@
+"""Blob backend specs: ``inline``, ``file:DIR`` and ``s3://BUCKET/PREFIX``, parsed and opened.
+
+The spec is what ``evstore init --blobs`` takes and the ``blobs.backend`` setting stores. An
+S3 spec may carry the endpoint and region as query options
+(``s3://evidence/prod?endpoint=http://127.0.0.1:8333&region=us-east-1``); credentials are
+never part of it (docs/settings.md, docs/design.md "Blob bytes outside the database").
+Opened backends are kept per spec for the life of the process (one client, one connection
+pool per bucket).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from ..core.errors import error
+from .base import BlobBackend
+
+__all__ = ["BackendSpec", "INLINE", "open_backend", "parse_spec"]
+
+#: The spec of "bytes in the database" (inline rows and chunk rows).
+INLINE = "inline"
+
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_OPTIONS = {"endpoint", "region"}
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """A parsed spec: ``kind`` (inline, file or s3) and its parts.
+
+    Attributes:
+        text: the spec in its normal form (a file spec's directory made absolute).
+        kind: ``"inline"``, ``"file"`` or ``"s3"``.
+        path: the directory of a file spec. bucket, prefix: an S3 spec's.
+        endpoint, region: an S3 spec's options, or None.
+    """
+
+    text: str
+    kind: str
+    path: str = ""
+    bucket: str = ""
+    prefix: str = ""
+    endpoint: str | None = None
+    region: str | None = None
+
+
+def _bad(text: str, why: str) -> Exception:
+    return error(
+        "blobs.spec",
+        f"{text!r} is not a blob backend ({why}); use inline, file:DIR or s3://BUCKET/PREFIX",
+        spec=text,
+    )
+
+
+def parse_spec(text: str) -> BackendSpec:
+    """Parse a blob backend spec.
+
+    Raises:
+        InputError: ``blobs.spec`` for anything else (an empty directory, a bucket name
+            S3 refuses, an unknown option, credentials in the URL).
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise _bad(str(text), "empty")
+    text = text.strip()
+    if text == INLINE:
+        return BackendSpec(INLINE, INLINE)
+    if text.startswith("file:"):
+        where = text[len("file:") :]
+        if not where:
+            raise _bad(text, "no directory")
+        path = str(Path(where).expanduser().resolve())
+        return BackendSpec(f"file:{path}", "file", path=path)
+    if text.startswith("s3://"):
+        parts = urlsplit(text)
+        if parts.username or parts.password or "@" in parts.netloc:
+            raise _bad(text, "credentials never go in a spec: use AWS_ACCESS_KEY_ID")
+        bucket = parts.netloc
+        if not _BUCKET.fullmatch(bucket):
+            raise _bad(text, "a bucket name is 3-63 lowercase letters, digits, . and -")
+        prefix = parts.path.strip("/")
+        if any(seg in ("", ".", "..") for seg in prefix.split("/")) and prefix:
+            raise _bad(text, "a prefix has no empty, . or .. segment")
+        query = parse_qs(parts.query, keep_blank_values=True, strict_parsing=False)
+        unknown = set(query) - _OPTIONS
+        if unknown:
+            raise _bad(text, f"unknown option {sorted(unknown)[0]!r}; known: endpoint, region")
+        if any(len(v) != 1 for v in query.values()):
+            raise _bad(text, "an option is given twice")
+        endpoint = query.get("endpoint", [None])[0]
+        region = query.get("region", [None])[0]
+        if endpoint is not None and not endpoint.lower().startswith(("http://", "https://")):
+            raise _bad(text, "the endpoint is an http(s):// URL")
+        norm = f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
+        opts = "&".join(
+            f"{k}={v}" for k, v in (("endpoint", endpoint), ("region", region)) if v is not None
+        )
+        return BackendSpec(
+            norm + (f"?{opts}" if opts else ""),
+            "s3",
+            bucket=bucket,
+            prefix=prefix,
+            endpoint=endpoint,
+            region=region,
+        )
+    raise _bad(text, "unknown scheme")
+
+
+_OPENED: dict[str, BlobBackend] = {}
+_LOCK = threading.Lock()
+
+
+def open_backend(text: str) -> BlobBackend:
+    """The backend a spec names, opened once per process (``inline`` has none).
+
+    Raises:
+        InputError: ``blobs.spec`` (a malformed spec, ``inline``, or no S3 client).
+        StoreStateError: ``blobs.backend`` (a directory that cannot be created).
+    """
+    spec = parse_spec(text)
+    if spec.kind == INLINE:
+        raise _bad(text, "inline bytes live in the database, not in a backend")
+    with _LOCK:
+        found = _OPENED.get(spec.text)
+        if found is not None:
+            return found
+        backend: BlobBackend
+        if spec.kind == "file":
+            from .file import FileBackend
+
+            backend = FileBackend(spec.path)
+        else:
+            from .s3 import S3Backend
+
+            backend = S3Backend(
+                spec.bucket, spec.prefix, endpoint=spec.endpoint, region=spec.region
+            )
+        _OPENED[spec.text] = backend
+        return backend

@@ -1,0 +1,158 @@
+"""One conformance suite every blob backend passes (the directory and a real S3 server).
+
+The model is restic's backend test suite and distribution's storage-driver test suites:
+the same calls, the same answers, the same typed errors, whatever holds the bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+import evstore
+from evstore.backends.base import CHUNK, blob_key
+from evstore.backends.spec import open_backend, parse_spec
+
+ADDR = "ab" + "cd" * 31  # 64 hex
+
+
+def test_a_key_is_fanned_out_by_address():
+    assert blob_key(ADDR) == f"blake3/ab/cd/{ADDR}"
+
+
+def test_put_get_stat_and_stream(blob_backend):
+    key = blob_key(ADDR)
+    assert blob_backend.stat(key) is None
+    blob_backend.put_bytes(key, b"0123456789")
+    assert blob_backend.stat(key) == 10
+    assert b"".join(blob_backend.iter_chunks(key)) == b"0123456789"
+
+
+@pytest.mark.parametrize(
+    "start,end,want",
+    [(0, 10, b"0123456789"), (2, 5, b"234"), (8, 20, b"89"), (10, 12, b""), (3, 3, b"")],
+)
+def test_ranges_are_half_open_and_short_at_the_end(blob_backend, start, end, want):
+    key = blob_key(ADDR)
+    blob_backend.put_bytes(key, b"0123456789")
+    assert blob_backend.get_range(key, start, end) == want
+
+
+def test_a_missing_object_is_none_on_stat_and_a_corruption_code_on_read(blob_backend):
+    key = blob_key("00" * 32)
+    assert blob_backend.stat(key) is None
+    for read in (
+        lambda: blob_backend.get_range(key, 0, 1),
+        lambda: b"".join(blob_backend.iter_chunks(key)),
+    ):
+        with pytest.raises(evstore.CorruptionError) as info:
+            read()
+        assert info.value.code == "corruption.blob-missing"
+    blob_backend.delete(key)  # no error
+
+
+def test_a_repeated_upload_under_a_key_is_harmless(blob_backend):
+    key = blob_key(ADDR)
+    blob_backend.put_bytes(key, b"same bytes")
+    blob_backend.put_bytes(key, b"same bytes")
+    assert b"".join(blob_backend.iter_chunks(key)) == b"same bytes"
+    assert [x.key for x in blob_backend.list("blake3")] == [key]
+
+
+def test_a_large_file_streams_in_chunks_and_ranges_cross_them(blob_backend, tmp_path):
+    data = os.urandom(5 * CHUNK + 7)
+    src = tmp_path / "big"
+    src.write_bytes(data)
+    key = blob_key("ef" * 32)
+    blob_backend.put_file(key, str(src))
+    assert blob_backend.stat(key) == len(data)
+    chunks = list(blob_backend.iter_chunks(key))
+    assert b"".join(chunks) == data
+    assert max(len(c) for c in chunks) <= 16 * CHUNK
+    for start in (0, CHUNK - 3, 3 * CHUNK + 1, len(data) - 5):
+        assert blob_backend.get_range(key, start, start + 10) == data[start : start + 10]
+
+
+def test_list_by_directory_prefix_and_delete(blob_backend):
+    keys = {blob_key(f"{a}{b}" + "0" * 60) for a in ("aa", "bb") for b in ("01", "02")}
+    for k in keys:
+        blob_backend.put_bytes(k, k.encode())
+    listed = {x.key: x for x in blob_backend.list("blake3")}
+    assert set(listed) == keys
+    assert all(listed[k].size == len(k.encode()) for k in keys)
+    assert all(abs(listed[k].modified.timestamp() - time.time()) < 600 for k in keys)
+    assert {x.key for x in blob_backend.list("blake3/aa")} == {k for k in keys if "/aa/" in k}
+    assert list(blob_backend.list("blake3/cc")) == []
+    gone = sorted(keys)[0]
+    blob_backend.delete(gone)
+    assert blob_backend.stat(gone) is None
+    assert {x.key for x in blob_backend.list("")} == keys - {gone}
+
+
+def test_the_directory_backend_writes_whole_files_or_nothing(tmp_path):
+    b = open_backend(f"file:{tmp_path / 'blobs'}")
+    key = blob_key(ADDR)
+    with pytest.raises(FileNotFoundError):
+        b.put_file(key, str(tmp_path / "no-such-file"))
+    assert b.stat(key) is None
+    leftovers = [p for p in (tmp_path / "blobs").rglob("*") if p.is_file()]
+    assert leftovers == []
+    with pytest.raises(evstore.InputError) as info:
+        b.put_bytes("../escape", b"x")
+    assert info.value.code == "blobs.key"
+
+
+def test_an_unreachable_s3_server_is_a_typed_retryable_error_in_seconds():
+    b = open_backend("s3://evstore-down/x?endpoint=http://127.0.0.1:9&region=us-east-1")
+    started = time.monotonic()
+    with pytest.raises(evstore.StoreStateError) as info:
+        b.stat(blob_key(ADDR))
+    assert info.value.code == "blobs.unreachable"
+    assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize(
+    "text,kind,norm",
+    [
+        ("inline", "inline", "inline"),
+        ("s3://evidence/prod/a", "s3", "s3://evidence/prod/a"),
+        ("s3://evidence", "s3", "s3://evidence"),
+        (
+            "s3://evidence/p?region=eu-west-1&endpoint=http://127.0.0.1:8333",
+            "s3",
+            "s3://evidence/p?endpoint=http://127.0.0.1:8333&region=eu-west-1",
+        ),
+    ],
+)
+def test_specs_parse_to_one_normal_form(text, kind, norm):
+    spec = parse_spec(text)
+    assert (spec.kind, spec.text) == (kind, norm)
+
+
+def test_a_file_spec_is_made_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert parse_spec("file:blobs").text == f"file:{tmp_path / 'blobs'}"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "file:",
+        "s3://",
+        "s3://UPPER/x",
+        "s3://key:secret@bucket/x",
+        "s3://bucket/a//b",
+        "s3://bucket/../b",
+        "s3://bucket/x?token=1",
+        "s3://bucket/x?endpoint=ftp://h",
+        "gs://bucket",
+        "inline2",
+    ],
+)
+def test_a_malformed_spec_is_a_typed_input_error(text):
+    with pytest.raises(evstore.InputError) as info:
+        parse_spec(text)
+    assert info.value.code == "blobs.spec"
