@@ -16,16 +16,26 @@ __all__ = ["COMMANDS", "check", "config", "init", "migrate", "register"]
 
 
 @click.command()
+@click.option(
+    "--blobs",
+    "blobs",
+    metavar="BACKEND",
+    default=None,
+    help="Where large blobs' bytes go: inline (the database; the default), file:DIR or "
+    "s3://BUCKET/PREFIX[?endpoint=URL&region=R] (credentials from AWS_ACCESS_KEY_ID and "
+    "AWS_SECRET_ACCESS_KEY; the endpoint also from AWS_ENDPOINT_URL). Sets blobs.backend.",
+)
 @pass_ctx
-def init(ctx: Ctx) -> None:
+def init(ctx: Ctx, blobs: str | None) -> None:
     """Create the store (if missing) at the latest schema.
 
     Exit codes: 0 created or already current; 1 store error (e.g. store.schema-behind:
-    run `evstore migrate`).
+    run `evstore migrate`; blobs.spec, blobs.unreachable for --blobs).
     """
-    r = evstore.init(ctx.url)
+    r = evstore.init(ctx.url, blobs=blobs)
     state = "created" if r["created"] else "already initialised"
-    emit(ctx, r, f"{state}: {r['url']} (schema {r['schema']})")
+    where = f", blobs in {r['blobs']}" if blobs is not None else ""
+    emit(ctx, r, f"{state}: {r['url']} (schema {r['schema']}{where})")
 
 
 @click.command()

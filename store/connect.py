@@ -54,7 +54,7 @@ def open(  # noqa: A001 - the documented API name
     return open_local(url, create=create)
 
 
-def init(url: str) -> dict[str, Any]:
+def init(url: str, *, blobs: str | None = None) -> dict[str, Any]:
     """``evstore init`` (:func:`evstore.facade.api.init`); ``remote.unsupported`` over HTTP."""
     if _remote(url):
         from .client import unsupported
@@ -62,7 +62,7 @@ def init(url: str) -> dict[str, Any]:
         raise unsupported("init")
     from .facade.api import init as init_local
 
-    return init_local(url)
+    return init_local(url, blobs=blobs)
 
 
 def migrate(url: str) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from ..db.settings import load_settings
 from ..db.tables import artifacts, blob_chunks, blobs, verified
 from ..db.transactions import Transactions
 from ..objects import blobs as _blobs
+from ..objects.external import EXTERNAL
 from ..objects.kinds import check_kind, get_handler
 from ..objects.txn import Txn
 from .log_tree import check_log
@@ -466,7 +467,13 @@ def _range_bytes(conn: sa.Connection, first: str, last: str) -> dict[str, Any]:
 
 
 def _chunks(conn: sa.Connection, row: _blobs.BlobRow) -> Iterator[bytes]:
-    """A chunked blob's chunks in order, from one streamed query; stops at a missing seq."""
+    """A chunked blob's chunks in order, from one streamed query; stops at a missing seq.
+
+    Bytes in a blob backend stream from there (a missing object: ``corruption.blob-missing``).
+    """
+    if row.chunk_set == EXTERNAL:
+        yield from _blobs.iter_stored(conn, row.digest.blake3)
+        return
     q = (
         sa.select(blob_chunks.c.seq, blob_chunks.c.data)
         .where(blob_chunks.c.chunk_set == row.chunk_set)

@@ -38,6 +38,28 @@ SETTINGS: dict[str, Setting] = {
     s.name: s
     for s in (
         Setting(
+            "blobs.backend",
+            str,
+            "inline",
+            "Where the bytes of blobs larger than blobs.inline_max go: inline (the database), "
+            "file:DIR or s3://BUCKET/PREFIX[?endpoint=URL&region=R]; credentials come from "
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, never from the store. Blobs already "
+            "stored stay where they are (evstore blobs move).",
+        ),
+        Setting(
+            "blobs.deletion_delay_seconds",
+            int,
+            3600,
+            "Seconds gc waits between deleting a blob's row and deleting its bytes from the "
+            "blob backend (a put of the same bytes meanwhile cancels the deletion).",
+        ),
+        Setting(
+            "blobs.inline_max",
+            int,
+            1 << 20,
+            "Blobs up to this many bytes stay in the database whatever blobs.backend says.",
+        ),
+        Setting(
             "fragments.revision_extension_keys",
             list,
             ["evstore.document_revision"],

@@ -59,6 +59,7 @@ __all__ = [
     "audits",
     "bindings",
     "blob_chunks",
+    "blob_deletions",
     "blobs",
     "edges",
     "leases",
@@ -86,7 +87,19 @@ blobs = Table(
     # Inline bytes for blobs up to INLINE_MAX; NULL when the bytes are in blob_chunks.
     Column("data", LargeBinary, nullable=True),
     Column("chunk_set", BigInteger, nullable=True),
+    # The blob backend holding the bytes (chunk_set -1), NULL when they are in the database.
+    Column("stored_in", String(512), nullable=True),
     Index("ix_blobs_sha256", "sha256"),
+)
+
+#: Bytes to delete from a blob backend once their row is gone, not before ``not_before``.
+blob_deletions = Table(
+    "blob_deletions",
+    metadata,
+    Column("backend", String(512), primary_key=True),
+    Column("key", String(256), primary_key=True),
+    Column("not_before", DateTime(timezone=True), nullable=False),
+    Index("ix_blob_deletions_due", "not_before"),
 )
 
 blob_chunks = Table(

@@ -43,6 +43,7 @@ from ..objects.artifacts import (
     warnings_of,
 )
 from ..objects.blob_batches import expecting, put_stream_many, rereadable
+from ..objects.external import EXTERNAL, probe_backend
 from ..objects.kinds import check_kind, lookup_value
 from ..objects.listing import iter_artifacts, iter_blobs
 from ..objects.txn import Txn
@@ -91,23 +92,35 @@ def open(url: str, *, create: bool = False) -> Store:  # noqa: A001 - the docume
     return Store(url, create=create)
 
 
-def init(url: str) -> dict[str, Any]:
+def init(url: str, *, blobs: str | None = None) -> dict[str, Any]:
     """Create the store at ``url`` if missing, at the latest schema (``evstore init``).
 
+    Args:
+        url: a SQLAlchemy URL or a SQLite path.
+        blobs: a blob backend spec for ``blobs.backend`` (``inline``, ``file:DIR``,
+            ``s3://BUCKET/PREFIX``), checked (and its backend asked for a stat) before
+            anything is created.
+
     Returns:
-        ``{"url": display URL, "created": bool, "schema": revision}``.
+        ``{"url": display URL, "created": bool, "schema": revision}``, and ``"blobs"`` (the
+        spec's normal form) when ``blobs`` was given.
 
     Raises:
         StoreStateError: ``store.schema-behind`` (run :func:`migrate`), ``store.schema-ahead``,
-            ``store.url``, ``store.unreachable``.
+            ``store.url``, ``store.unreachable``, ``blobs.unreachable``.
+        InputError: ``blobs.spec``.
     """
+    spec = probe_backend(blobs) if blobs is not None else None
     db = Database(url)
     try:
         existed = db.schema_state().initialised
     finally:
         db.dispose()
     with Store(url, create=True) as store:
-        return {"url": store.url, "created": not existed, "schema": store.db.schema_state().current}
+        out = {"url": store.url, "created": not existed, "schema": store.db.schema_state().current}
+        if spec is not None:
+            out["blobs"] = store.set_config("blobs.backend", spec)
+        return out
 
 
 def migrate(url: str) -> dict[str, Any]:
@@ -390,7 +403,13 @@ class Store:
                     raise err
             out: dict[str, Any] = row.digest.forms()
             out["verified"] = verify
-            out["stored"] = "chunked" if row.chunk_set is not None else "inline"
+            out["stored"] = (
+                "inline"
+                if row.chunk_set is None
+                else "backend"
+                if row.chunk_set == EXTERNAL
+                else "chunked"
+            )
             out["artifacts"] = [
                 {"kind": k, "contract_version": v, "accepted_at": iso_utc(t)}
                 for k, v, t in artifact_kinds(conn, row.digest.blake3)
@@ -676,14 +695,19 @@ class Store:
         other value must already have the declared type (``True`` is no int, ``1`` no bool).
         Nothing is stored when the value is refused.
 
+        ``blobs.backend`` is stored in its normal form, after the backend answered a stat.
+
         Raises:
-            InputError: ``config.unknown`` / ``config.value``.
+            InputError: ``config.unknown`` / ``config.value``; ``blobs.spec``.
+            StoreStateError: ``blobs.unreachable`` (a backend that does not answer).
         """
         self._live()
         if isinstance(value, str):
             parsed = parse_setting_value(name, value)
         else:
             parsed = check_setting_value(name, value)
+        if name == "blobs.backend":
+            parsed = probe_backend(parsed)
         self.db.run_transaction(lambda conn: write_setting(conn, name, parsed))
         return parsed
 

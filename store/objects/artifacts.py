@@ -21,9 +21,10 @@ from sqlalchemy.engine import Connection
 from ..core.digests import Digest
 from ..core.errors import EvstoreError, error
 from ..db.tables import artifacts, attrs, blobs, edges, warnings
-from .blobs import insert_ignore, insert_returning, put_many
+from .blobs import put_many
 from .leases import hold, note_artifacts, step
 from .log_entries import append_entry
+from .rows import insert_ignore, insert_returning
 
 __all__ = [
     "ArtifactInfo",

@@ -24,7 +24,7 @@ from sqlalchemy.engine import Connection
 from ..core.digests import sha256_hex
 from ..db.engine import driver_rows
 from ..db.tables import bindings
-from .blobs import insert_returning
+from .rows import insert_returning
 
 __all__ = ["BindResult", "BindingBatch", "bind", "bind_many", "lookup_binding"]
 

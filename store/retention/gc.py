@@ -40,6 +40,7 @@ from sqlalchemy.engine import Connection
 
 from ..core.errors import error
 from ..db.transactions import Transactions
+from ..objects.external import EXTERNAL, drain_deletions, queue_deletions
 from ..objects.leases import db_now, record, sql_time
 
 __all__ = ["BATCH", "GcReport", "MAX_ROUNDS", "collect", "garbage", "vacuum"]
@@ -210,7 +211,7 @@ def _delete_batch(conn: Connection, candidates: Sequence[str]) -> list[tuple[str
     check = _COLLECTABLE.format(now="%(now)s")
     doomed = _run(
         conn,
-        "SELECT address, size, chunk_set FROM blobs WHERE address {in} AND " + check,
+        "SELECT address, size, chunk_set, stored_in FROM blobs WHERE address {in} AND " + check,
         locked,
         params,
     )
@@ -226,7 +227,8 @@ def _delete_batch(conn: Connection, candidates: Sequence[str]) -> list[tuple[str
     )
     for table, column in _DEPENDENTS:
         _run(conn, f"DELETE FROM {table} WHERE {column} {{in}}", ids, {})
-    chunk_sets = [int(r[2]) for r in doomed if r[2] is not None]
+    chunk_sets = [int(r[2]) for r in doomed if r[2] is not None and int(r[2]) != EXTERNAL]
+    queue_deletions(conn, [(str(r[0]), str(r[3])) for r in doomed if r[3] is not None])
     if chunk_sets:
         conn.execute(
             sa.text("DELETE FROM blob_chunks WHERE chunk_set IN :c").bindparams(
@@ -293,6 +295,9 @@ def collect(
         if report.count == deleted_before:
             report.skipped = len(found)
             break
+    if not dry_run:
+        # Bytes in a blob backend whose rows went earlier, once their delay has passed.
+        drain_deletions(db)
     report.seconds = time.monotonic() - started
     return report
 

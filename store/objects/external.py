@@ -1,0 +1,209 @@
+"""Blob bytes outside the database: written before their row, deleted after it (issue 25).
+
+A store whose ``blobs.backend`` setting names a backend (store/backends/) keeps the bytes of
+each blob larger than ``blobs.inline_max`` there, under the key its address gives. The
+database stays the only judge of what exists (docs/design.md, "Blob bytes outside the
+database"):
+
+* **Put**: inside the put's transaction, any pending deletion of the key is cancelled first
+  (on PostgreSQL this waits for a deletion worker holding it), then the object is stat'ed and
+  uploaded when absent or of another size, then checked again, and only then is the row
+  inserted. A committed row therefore always has its bytes; a crash before the commit leaves
+  an object no row names, which the orphan sweep removes after the grace period.
+* **Delete**: the collector deletes rows; for each external row it queues the key in
+  ``blob_deletions`` (not before now + ``blobs.deletion_delay_seconds``) in the same
+  transaction. :func:`drain_deletions` takes due keys (``FOR UPDATE SKIP LOCKED`` on
+  PostgreSQL; SQLite's single writer serialises it), deletes the object only when no row
+  names it, and drops the queue row, in one transaction per batch.
+
+A row with bytes outside the database has ``chunk_set = -1`` (:data:`EXTERNAL`) and
+``stored_in`` = the backend's spec, so every read path that serves inline rows directly
+leaves it to the streaming path (:func:`evstore.objects.blobs.iter_stored`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ..backends.base import BlobBackend, blob_key
+from ..backends.spec import INLINE, open_backend, parse_spec
+from ..core.digests import Digest
+from ..core.errors import error
+from ..core.settings import setting
+from ..db.settings import load_settings
+from ..db.tables import blob_deletions, blobs
+from ..db.transactions import Transactions
+
+__all__ = [
+    "EXTERNAL",
+    "Target",
+    "drain_deletions",
+    "iter_external",
+    "probe_backend",
+    "queue_deletions",
+    "target",
+    "upload",
+]
+
+#: ``chunk_set`` of a row whose bytes are in a blob backend (``stored_in`` names it).
+EXTERNAL = -1
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a transaction's new large blobs go: the ``backend``, its ``spec`` text, and
+    ``inline_max`` (bytes: blobs up to this size stay in the database).
+    """  # noqa: D205
+
+    backend: BlobBackend
+    spec: str
+    inline_max: int
+
+
+def target(conn: Connection) -> Target | None:
+    """The store's blob backend for this transaction, or None (``blobs.backend`` inline).
+
+    Raises:
+        InputError: ``blobs.spec`` (a stored spec that does not parse, or no S3 client).
+    """
+    settings = load_settings(conn)
+    spec = setting(settings, "blobs.backend")
+    if spec == INLINE:
+        return None
+    backend = open_backend(spec)
+    return Target(backend, spec, int(setting(settings, "blobs.inline_max")))
+
+
+def upload(
+    conn: Connection,
+    where: Target,
+    dg: Digest,
+    path: str | None,
+    data: bytes | None,
+    *,
+    force: bool = False,
+) -> None:
+    """Make the object of ``dg`` present in ``where`` before its row is written.
+
+    Cancels a pending deletion of the key first (in ``conn``'s transaction), uploads the
+    local file ``path`` (or ``data``) when the object is absent or of another size (always
+    with ``force``: a repair of damaged bytes), and checks its size after.
+
+    Raises:
+        StoreStateError: ``blobs.unreachable`` (retryable), ``blobs.backend`` (the object
+            has another size after the upload).
+    """
+    key = blob_key(dg.blake3)
+    conn.execute(
+        sa.delete(blob_deletions).where(
+            blob_deletions.c.backend == where.spec, blob_deletions.c.key == key
+        )
+    )
+    if force or where.backend.stat(key) != dg.size:
+        if path is not None:
+            where.backend.put_file(key, path)
+        else:
+            assert data is not None
+            where.backend.put_bytes(key, data)
+        size = where.backend.stat(key)
+        if size != dg.size:
+            raise error(
+                "blobs.backend",
+                f"the blob backend {where.spec} holds {size} bytes under {key} after an "
+                f"upload of {dg.size}; nothing was stored",
+                backend=where.spec,
+            )
+
+
+def probe_backend(text: str) -> str:
+    """The normal form of a ``blobs.backend`` spec, once its backend answered a stat.
+
+    Raises:
+        InputError: ``blobs.spec``. StoreStateError: ``blobs.unreachable``, ``blobs.backend``.
+    """
+    spec = parse_spec(text)
+    if spec.kind != INLINE:
+        open_backend(spec.text).stat(blob_key("0" * 64))
+    return spec.text
+
+
+def iter_external(spec: str, address: str) -> Iterator[bytes]:
+    """The stored bytes of ``address`` in the backend ``spec``, streamed (not verified).
+
+    Raises:
+        CorruptionError: ``corruption.blob-missing``. StoreStateError: ``blobs.*``.
+    """
+    return open_backend(spec).iter_chunks(blob_key(address))
+
+
+def queue_deletions(conn: Connection, doomed: list[tuple[str, str]]) -> None:
+    """Queue the bytes of deleted rows ``[(address, spec)]`` for deletion after the delay.
+
+    Runs in the transaction that deletes the rows; a key already queued keeps its time.
+    """
+    if not doomed:
+        return
+    delay = int(setting(load_settings(conn), "blobs.deletion_delay_seconds"))
+    when = _dt.datetime.now(_dt.UTC) + _dt.timedelta(seconds=max(delay, 0))
+    rows = [{"backend": spec, "key": blob_key(a), "not_before": when} for a, spec in doomed]
+    for row in rows:
+        exists = conn.execute(
+            sa.select(blob_deletions.c.key).where(
+                blob_deletions.c.backend == row["backend"], blob_deletions.c.key == row["key"]
+            )
+        ).first()
+        if exists is None:
+            conn.execute(sa.insert(blob_deletions), row)
+
+
+def drain_deletions(tx: Transactions, *, batch: int = 100, now: _dt.datetime | None = None) -> int:
+    """Delete the due queued objects that no row names; the number of queue rows settled.
+
+    One transaction per ``batch`` keys: the due rows are locked (PostgreSQL: ``FOR UPDATE
+    SKIP LOCKED``, so several workers share the queue), each object is deleted from its
+    backend only when no blob row names it there (a put since then keeps it), and the
+    queue rows are removed. A failing backend leaves its rows queued for the next run.
+
+    Raises:
+        StoreStateError: ``blobs.unreachable`` / ``blobs.backend`` from a backend (the
+            batch's transaction rolls back; nothing is lost).
+    """
+    settled = 0
+
+    def work(conn: Connection) -> int:
+        at = now or _dt.datetime.now(_dt.UTC)
+        q = (
+            sa.select(blob_deletions.c.backend, blob_deletions.c.key)
+            .where(blob_deletions.c.not_before <= at)
+            .order_by(blob_deletions.c.not_before, blob_deletions.c.key)
+            .limit(batch)
+        )
+        if conn.dialect.name == "postgresql":
+            q = q.with_for_update(skip_locked=True)
+        due = conn.execute(q).all()
+        for spec, key in due:
+            address = key.rsplit("/", 1)[-1]
+            named = conn.execute(
+                sa.select(blobs.c.address).where(
+                    blobs.c.address == address, blobs.c.stored_in == spec
+                )
+            ).first()
+            if named is None:
+                open_backend(spec).delete(key)
+            conn.execute(
+                sa.delete(blob_deletions).where(
+                    blob_deletions.c.backend == spec, blob_deletions.c.key == key
+                )
+            )
+        return len(due)
+
+    while True:
+        n = tx.run_transaction(work)
+        settled += n
+        if n < batch:
+            return settled
