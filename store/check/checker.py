@@ -47,6 +47,7 @@ from ..objects import blobs as _blobs
 from ..objects.external import EXTERNAL
 from ..objects.kinds import check_kind, get_handler
 from ..objects.txn import Txn
+from .backends import orphan_faults
 from .log_tree import check_log
 
 __all__ = [
@@ -193,8 +194,7 @@ class CheckRun(Iterator[EvstoreError]):
     Attributes:
         checked: objects (blobs plus artifacts) read and verified.
         recorded: objects recorded as verified.
-        not_recorded: why nothing more is recorded (a read-only store, ``record=False``), or
-            None.
+        not_recorded: why nothing more is recorded (read-only store, ``record=False``) or None.
         warnings: the kinds' audit warnings found so far (not faults), dicts with
             ``address``, ``code``, ``message``, ``pointer``.
     """
@@ -242,6 +242,7 @@ class CheckRun(Iterator[EvstoreError]):
                     pool.shutdown(cancel_futures=True)
             if plan.sample is None and plan.since is None and plan.art_pass and not plan.art_kinds:
                 yield from check_log(conn)  # the whole log, in the same snapshot
+                yield from orphan_faults(conn)  # objects in a blob backend no row names
 
     def _pages(self, conn: sa.Connection, txn: Txn, pool: ThreadPoolExecutor | None) -> Any:
         plan = self._plan
@@ -467,10 +468,9 @@ def _range_bytes(conn: sa.Connection, first: str, last: str) -> dict[str, Any]:
 
 
 def _chunks(conn: sa.Connection, row: _blobs.BlobRow) -> Iterator[bytes]:
-    """A chunked blob's chunks in order, from one streamed query; stops at a missing seq.
-
-    Bytes in a blob backend stream from there (a missing object: ``corruption.blob-missing``).
-    """
+    """A chunked blob's chunks in order (one streamed query; stops at a missing seq), or a
+    blob backend's object (``corruption.blob-missing`` when absent).
+    """  # noqa: D205
     if row.chunk_set == EXTERNAL:
         yield from _blobs.iter_stored(conn, row.digest.blake3)
         return

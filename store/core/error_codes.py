@@ -107,6 +107,8 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("check.not-canonical", "corruption", "",
      "a stored artifact's bytes are not in canonical form"),
     ("check.artifact-without-blob", "corruption", "", "an artifact index row has no blob"),
+    ("check.blob-orphan", "corruption", "",
+     "an object in a blob backend that no blob row names, older than blobs.orphan_grace_seconds"),
     # -- the store and its database
     ("store.missing", "store", "", "no store at that URL (create one with evstore init)"),
     ("store.schema-behind", "store", "",

@@ -54,6 +54,14 @@ SETTINGS: dict[str, Setting] = {
             "blob backend (a put of the same bytes meanwhile cancels the deletion).",
         ),
         Setting(
+            "blobs.orphan_grace_seconds",
+            int,
+            86400,
+            "Seconds an object in a blob backend that no row names is left alone before check "
+            "reports it and gc deletes it: longer than the slowest upload (a put uploads its "
+            "bytes before its row commits).",
+        ),
+        Setting(
             "blobs.inline_max",
             int,
             1 << 20,

@@ -42,10 +42,13 @@ from ..db.transactions import Transactions
 __all__ = [
     "EXTERNAL",
     "Target",
+    "backends_in_use",
     "drain_deletions",
+    "find_orphans",
     "iter_external",
     "probe_backend",
     "queue_deletions",
+    "queue_orphans",
     "target",
     "upload",
 ]
@@ -159,6 +162,74 @@ def queue_deletions(conn: Connection, doomed: list[tuple[str, str]]) -> None:
         ).first()
         if exists is None:
             conn.execute(sa.insert(blob_deletions), row)
+
+
+def backends_in_use(conn: Connection) -> list[str]:
+    """Every backend spec the store names: rows' ``stored_in``, queued deletions, the setting."""
+    specs = {r[0] for r in conn.execute(sa.select(blobs.c.stored_in).distinct()) if r[0]}
+    specs |= {r[0] for r in conn.execute(sa.select(blob_deletions.c.backend).distinct())}
+    current = setting(load_settings(conn), "blobs.backend")
+    if current != INLINE:
+        specs.add(parse_spec(current).text)
+    return sorted(specs)
+
+
+def find_orphans(
+    conn: Connection, *, now: _dt.datetime | None = None
+) -> list[tuple[str, str, int]]:
+    """``(spec, key, size)`` of each backend object that no row names and no queued
+    deletion holds, older than ``blobs.orphan_grace_seconds`` (an upload whose row has not
+    committed yet is younger). Lists every backend the store names, whole.
+
+    Raises:
+        StoreStateError: ``blobs.unreachable`` / ``blobs.backend``.
+    """  # noqa: D205
+    grace = int(setting(load_settings(conn), "blobs.orphan_grace_seconds"))
+    cutoff = (now or _dt.datetime.now(_dt.UTC)) - _dt.timedelta(seconds=max(grace, 0))
+    out: list[tuple[str, str, int]] = []
+    for spec in backends_in_use(conn):
+        listed = [x for x in open_backend(spec).list("blake3") if x.modified < cutoff]
+        for i in range(0, len(listed), 500):
+            part = listed[i : i + 500]
+            addresses = [x.key.rsplit("/", 1)[-1] for x in part]
+            named = {
+                r[0]
+                for r in conn.execute(
+                    sa.select(blobs.c.address).where(
+                        blobs.c.address.in_(addresses), blobs.c.stored_in == spec
+                    )
+                )
+            }
+            queued = {
+                r[0]
+                for r in conn.execute(
+                    sa.select(blob_deletions.c.key).where(
+                        blob_deletions.c.backend == spec,
+                        blob_deletions.c.key.in_([x.key for x in part]),
+                    )
+                )
+            }
+            out += [
+                (spec, x.key, x.size)
+                for x, a in zip(part, addresses, strict=True)
+                if a not in named and x.key not in queued
+            ]
+    return out
+
+
+def queue_orphans(conn: Connection, orphans: list[tuple[str, str, int]]) -> None:
+    """Queue ``orphans`` (:func:`find_orphans`) for deletion now (the drain rechecks rows)."""
+    when = _dt.datetime.now(_dt.UTC)
+    for spec, key, _ in orphans:
+        exists = conn.execute(
+            sa.select(blob_deletions.c.key).where(
+                blob_deletions.c.backend == spec, blob_deletions.c.key == key
+            )
+        ).first()
+        if exists is None:
+            conn.execute(
+                sa.insert(blob_deletions), {"backend": spec, "key": key, "not_before": when}
+            )
 
 
 def drain_deletions(tx: Transactions, *, batch: int = 100, now: _dt.datetime | None = None) -> int:

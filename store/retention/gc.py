@@ -40,7 +40,13 @@ from sqlalchemy.engine import Connection
 
 from ..core.errors import error
 from ..db.transactions import Transactions
-from ..objects.external import EXTERNAL, drain_deletions, queue_deletions
+from ..objects.external import (
+    EXTERNAL,
+    drain_deletions,
+    find_orphans,
+    queue_deletions,
+    queue_orphans,
+)
 from ..objects.leases import db_now, record, sql_time
 
 __all__ = ["BATCH", "GcReport", "MAX_ROUNDS", "collect", "garbage", "vacuum"]
@@ -296,7 +302,9 @@ def collect(
             report.skipped = len(found)
             break
     if not dry_run:
-        # Bytes in a blob backend whose rows went earlier, once their delay has passed.
+        # Bytes in a blob backend whose rows went earlier (after their delay), and objects
+        # no row names (after the orphan grace: crashed or abandoned uploads).
+        db.run_transaction(lambda conn: queue_orphans(conn, find_orphans(conn)))
         drain_deletions(db)
     report.seconds = time.monotonic() - started
     return report

@@ -169,3 +169,16 @@ def test_init_with_a_bad_backend_creates_nothing(tmp_path):
     assert r["blobs"] == f"file:{tmp_path / 'b'}"
     with evstore.open(url) as store:
         assert store.config()["blobs.backend"] == r["blobs"]
+
+
+def test_an_object_no_row_names_is_reported_after_the_grace_and_collected(s, spec):
+    backend = open_backend(spec)
+    stray = blob_key("0f" * 32)
+    backend.put_bytes(stray, b"an upload whose row never committed")
+    assert list(s.check()) == []  # younger than the grace: an upload may be in flight
+    s.set_config("blobs.orphan_grace_seconds", 0)
+    faults = list(s.check())
+    assert [(f.code, f.details["key"]) for f in faults] == [("check.blob-orphan", stray)]
+    s.retention.gc()
+    assert backend.stat(stray) is None
+    assert list(s.check()) == []

@@ -1,0 +1,39 @@
+"""``evstore check`` for blob backends: objects that no row names (issue 25).
+
+Rows whose bytes are missing or damaged in a backend are found by the blob pass itself
+(it reads every blob through :func:`evstore.objects.blobs.iter_stored`); this module adds
+the other direction: every object in a backend the store names that no row names and no
+queued deletion holds, once older than ``blobs.orphan_grace_seconds``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import sqlalchemy as sa
+
+from ..core.errors import EvstoreError, error
+from ..objects.external import find_orphans
+
+__all__ = ["orphan_faults"]
+
+
+def orphan_faults(conn: sa.Connection) -> Iterator[EvstoreError]:
+    """One ``check.blob-orphan`` fault per orphaned object (``details``: backend, key,
+    size in bytes, and the address its key names); a backend that cannot be listed is
+    reported as its ``blobs.*`` error.
+    """  # noqa: D205
+    try:
+        orphans = find_orphans(conn)
+    except EvstoreError as err:
+        yield err
+        return
+    for spec, key, size in orphans:
+        yield error(
+            "check.blob-orphan",
+            f"{spec} holds {key} ({size} bytes) but no blob row names it; gc deletes it",
+            backend=spec,
+            key=key,
+            size=size,
+            address="blake3:" + key.rsplit("/", 1)[-1],
+        )
