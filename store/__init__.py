@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from .log.ops import verify_proof as verify_log_proof
     from .objects.artifacts import ArtifactInfo, ArtifactResult, Document, IngestReport
     from .objects.blobs import PutResult
-    from .objects.kinds import check_kind, known_kinds
+    from .objects.kinds import check_kind, kind_page, known_kinds
     from .objects.leases import current_root, rooting
     from .read.describe import describe_artifact, object_head
     from .read.review import bindings_of_fragment, edges_from, kind_counts, verify_now
@@ -101,6 +101,7 @@ _SOURCES: dict[str, str] = {
     "import_archive": "archive.ops",
     "init": "connect",
     "kind_counts": "read.review",
+    "kind_page": "objects.kinds",
     "known_kinds": "objects.kinds",
     "list_tokens": "access.tokens",
     "loads": "core.canonical",
@@ -158,6 +159,7 @@ __all__ = [
     "import_archive",
     "init",
     "kind_counts",
+    "kind_page",
     "known_kinds",
     "list_tokens",
     "loads",

@@ -40,7 +40,7 @@ from ..db.tables import artifacts, blobs, edges
 from ..facade.ingest import check_errors, parse_documents
 from ..objects import blobs as _blobs
 from ..objects.artifacts import Document
-from ..objects.kinds import get_handler
+from ..objects.kinds import get_handler, kind_records
 from ..objects.txn import Txn
 from .layout import (
     ANN_ADDRESS,
@@ -93,8 +93,6 @@ __all__ = [
 _BATCH = 500
 #: Role of a fragment-source record listed with the fragment whose source it registered.
 CONTENT_VERSION = "content-version"
-#: Import order of kinds that others are checked against (then dependencies first).
-_RANK = {"source-document": 0, "fragment-source": 1, "package": 2, "run": 9}
 #: Plain blobs up to this size are stored in batches; larger ones are streamed.
 _WHOLE_MAX = 8 << 20
 
@@ -566,7 +564,10 @@ def _order(checked: Checked) -> list[tuple[Member, str]]:
                 seen.add(nxt)
                 stack.append((nxt, iter(sorted({d for _, d in members[nxt].edges}))))
     items = [(m, k) for m in members.values() for k in m.kinds]
-    return sorted(items, key=lambda mk: (_RANK.get(mk[1], 5), post[mk[0].address], mk[1]))
+    # Kinds that others are checked against first (each record's import_rank), then
+    # dependencies first; every member's kinds are registered (archive verify checked them).
+    rank = {r.name: r.import_rank for r in kind_records()}
+    return sorted(items, key=lambda mk: (rank[mk[1]], post[mk[0].address], mk[1]))
 
 
 def _check_put(m: Member, got: Digest) -> EvstoreError | None:

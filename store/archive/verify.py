@@ -18,9 +18,9 @@ file, the place (``pointer``):
    manifest (``archive.closure-incomplete``), every member is reached from the root, and the
    edges form no cycle (``archive.cycle``; content-addressed objects cannot);
 6. every artifact member is canonical JSON (``archive.not-canonical``, or the strict reader's
-   ``json.*``) and passes its kind's store-free contract rules: the pure ``validate`` of
-   store/contracts/fragments/rules.py, manifest_rules.py, package_rules.py, context_rules.py and
-   run_rules.py, with the default settings;
+   ``json.*``) and passes its kind's store-free contract rules: the pure ``validate`` of the
+   rules module its kind registry record names (store/contracts/<name>/rules.py), with the
+   default settings;
 7. with proofs (``export --with-proofs``), every member's inclusion proof at the archive's
    one checkpoint, under the key given or else the archive's own (store/archive/proofs.py).
 """
@@ -60,22 +60,6 @@ __all__ = ["Checked", "Member", "Root", "verify_source"]
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _ADDRESS = re.compile(r"blake3:[0-9a-f]{64}")
-
-#: kind -> (pure rules module, kind argument of its ``validate``).
-_RULES: dict[str, str] = {
-    "fragment": "contracts.fragments.rules",
-    "fragment-batch": "contracts.fragments.rules",
-    "fragment-source": "contracts.fragments.rules",
-    "manifest": "contracts.manifests.rules",
-    "package": "contracts.packages.rules",
-    "request": "contracts.packages.rules",
-    "envelope": "contracts.packages.rules",
-    "evidence-context": "contracts.contexts.rules",
-    "source-document": "contracts.contexts.rules",
-    "run": "contracts.runs.rules",
-}
-#: Kinds whose rules read JSON numbers as written (unit ids must be integer tokens).
-_NUMBER_TOKENS = frozenset({"evidence-context", "source-document"})
 
 
 @dataclass(frozen=True)
@@ -284,14 +268,14 @@ class _Run:
 
 
 def _kinds(text: Any) -> tuple[str, ...] | None:
-    from ..objects.kinds import KINDS
+    from ..objects.kinds import known_kinds
 
     if not isinstance(text, str):
         return None
     if text == "blob":
         return ()
     kinds = tuple(text.split(","))
-    if list(kinds) != sorted(set(kinds)) or any(k not in KINDS for k in kinds):
+    if list(kinds) != sorted(set(kinds)) or not set(kinds) <= set(known_kinds()):
         return None
     return kinds
 
@@ -514,7 +498,7 @@ def _dsts(members: dict[str, Member], address: str) -> list[str]:
 
 def _rule_faults(run: _Run, m: Member) -> None:
     """Canonical form and each kind's store-free rules for one artifact member."""
-    from ..objects.kinds import claiming_kind
+    from ..objects.kinds import claiming_kind, kind_record
 
     path = blob_name(m.sha256)
     if m.size > run.limits.max_json:
@@ -531,14 +515,14 @@ def _rule_faults(run: _Run, m: Member) -> None:
         run.fault("archive.not-canonical", "the artifact is not in its canonical form", path)
         return
     for kind in m.kinds:
-        module = _RULES.get(kind)
-        if module is None:  # json: the strict reader, and no contract may claim it
-            claimed = claiming_kind(value)
+        record = kind_record(kind)  # every kind of a member is registered (_kinds)
+        if record.rules is None:  # json: the strict reader, and no contract may claim it
+            claimed = claiming_kind(value) if kind == "json" else None
             if claimed is not None:
                 run.fault("kind.claimed", f"kind {claimed!r} claims this json member", path)
             continue
-        doc = loads(data, number_tokens=True) if kind in _NUMBER_TOKENS else value
-        rules = importlib.import_module(f"evstore.{module}")
+        doc = loads(data, number_tokens=True) if record.number_tokens else value
+        rules = importlib.import_module(record.rules)
         for fault in rules.validate(doc, None, kind=kind).errors:
             fault.path = path
             fault.details.setdefault("kind", kind)

@@ -767,9 +767,8 @@ def audit_bytes(
         yield err
         return
     txn.faults = []
-    audit = getattr(handler, "audit", None)
     try:
-        faults = Faults.of(audit(value, address, txn) if audit else handler.check(value, txn))
+        faults = Faults.of(handler.audit(value, address, txn))
         found = faults.errors
         warnings.extend(
             {"address": where, "code": w.code, "message": w.message, "pointer": w.pointer}

@@ -17,7 +17,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 import sqlalchemy as sa
 
@@ -55,6 +55,15 @@ from .ingest import (
     run_batches,
     validate_documents,
 )
+
+if TYPE_CHECKING:  # the namespaces' types; each is imported on first use (start-up cost)
+    from ..contracts.contexts.store import ContextOps
+    from ..contracts.fragments.store import FragmentOps
+    from ..contracts.manifests.store import ManifestOps
+    from ..contracts.packages.store import PackageOps
+    from ..contracts.runs.store import RunOps
+    from ..log.ops import LogOps
+    from ..retention.ops import RetentionOps
 
 __all__ = ["Store", "init", "migrate", "open"]
 
@@ -713,7 +722,7 @@ class Store:
 
     # -- contract namespaces --------------------------------------------------------------
     @property
-    def fragments(self) -> Any:
+    def fragments(self) -> FragmentOps:
         """Templiqx v1alpha1 operations (store/contracts/fragments/store.py ``FragmentOps``)."""
         self._live()
         from ..contracts.fragments.store import FragmentOps
@@ -721,7 +730,7 @@ class Store:
         return FragmentOps(self)
 
     @property
-    def manifests(self) -> Any:
+    def manifests(self) -> ManifestOps:
         """Orbidocs v1 operations (store/contracts/manifests/store.py ``ManifestOps``)."""
         self._live()
         from ..contracts.manifests.store import ManifestOps
@@ -729,7 +738,7 @@ class Store:
         return ManifestOps(self)
 
     @property
-    def packages(self) -> Any:
+    def packages(self) -> PackageOps:
         """Insonic 1.3.0 operations (store/contracts/packages/store.py ``PackageOps``)."""
         self._live()
         from ..contracts.packages.store import PackageOps
@@ -737,7 +746,7 @@ class Store:
         return PackageOps(self)
 
     @property
-    def contexts(self) -> Any:
+    def contexts(self) -> ContextOps:
         """Notarius v1 operations (store/contracts/contexts/store.py ``ContextOps``)."""
         self._live()
         from ..contracts.contexts.store import ContextOps
@@ -745,14 +754,14 @@ class Store:
         return ContextOps(self)
 
     @property
-    def log(self) -> Any:
+    def log(self) -> LogOps:
         """The tamper-evident log (store/log/ops.py ``LogOps``; docs/log.md)."""
         from ..log.ops import LogOps
 
         return LogOps(self)
 
     @property
-    def runs(self) -> Any:
+    def runs(self) -> RunOps:
         """Run records and lineage (store/contracts/runs/store.py ``RunOps``)."""
         self._live()
         from ..contracts.runs.store import RunOps
@@ -760,8 +769,9 @@ class Store:
         return RunOps(self)
 
     @property
-    def retention(self) -> Any:
+    def retention(self) -> RetentionOps:
         """Roots, upload leases, gc and audits (store/retention/ops.py ``RetentionOps``)."""
+        self._live()
         from ..retention.ops import RetentionOps
 
-        return RetentionOps(self) if not self._closed else self._live()
+        return RetentionOps(self)

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from ..core.canonical import loads, loads_canonical
 from ..core.errors import EvstoreError, Faults, InputError, error
 from ..objects.artifacts import ArtifactResult, Document, IngestReport
-from ..objects.kinds import detect_kind, get_handler
+from ..objects.kinds import KindHandler, detect_kind, get_handler, kind_record
 from ..objects.txn import Txn
 
 __all__ = [
@@ -77,7 +77,8 @@ def parse_documents(docs: Sequence[Document]) -> list[Parsed]:
         try:
             value, canonical = loads_canonical(d.data)
             kind = d.kind or detect_kind(value)
-            if getattr(get_handler(kind), "number_tokens", False):
+            get_handler(kind)  # fails closed: a kind whose handler cannot load is refused
+            if kind_record(kind).number_tokens:
                 # The kind's rules need to see 10.0 as written (canonical bytes unchanged).
                 value = loads(d.data, number_tokens=True)
         except EvstoreError as err:
@@ -87,14 +88,11 @@ def parse_documents(docs: Sequence[Document]) -> list[Parsed]:
     return out
 
 
-def check_errors(handler: Any, value: Any, canonical: bytes, txn: Txn) -> list[EvstoreError]:
-    """A handler's check errors (``Faults.errors``).
-
-    The canonical bytes are passed when the handler accepts them (``accepts_canonical``).
-    """
-    if getattr(handler, "accepts_canonical", False):
-        return Faults.of(handler.check(value, txn, canonical=canonical)).errors
-    return Faults.of(handler.check(value, txn)).errors
+def check_errors(
+    handler: KindHandler, value: Any, canonical: bytes, txn: Txn
+) -> list[EvstoreError]:
+    """A handler's check errors (``Faults.errors``), given the document's canonical bytes."""
+    return Faults.of(handler.check(value, txn, canonical=canonical)).errors
 
 
 def _unused_error(unused: list[str]) -> EvstoreError:
@@ -108,17 +106,17 @@ def _unused_error(unused: list[str]) -> EvstoreError:
     )
 
 
-def _write_batch(handler: Any, run: list[Parsed], txn: Txn) -> list[ArtifactResult]:
-    """Write a run of documents of one batchable kind.
+def _write_run(handler: KindHandler, run: list[Parsed], txn: Txn) -> list[ArtifactResult]:
+    """Write a run of consecutive documents of one kind.
 
-    Each is checked, then staged (its bindings, in order: first fault wins), then all are
-    written with one statement per table.
+    The run's reads first (``prefetch``: one lookup for the whole run, e.g.
+    store/contracts/manifests/store.py); each document is then checked and staged (its
+    bindings, in order: first fault wins), then all are flushed with one statement per table.
+    A kind that does not batch writes each document as it is staged (the declared defaults).
     """
     batch: dict[str, Any] = {}
     specs = []
-    prefetch = getattr(handler, "prefetch", None)
-    if prefetch is not None:  # one lookup for the whole run (store/contracts/manifests/store.py)
-        prefetch([p.value for p in run], txn, batch)
+    handler.prefetch([p.value for p in run], txn, batch)
     for p in run:
         try:
             faults = check_errors(handler, p.value, p.canonical, txn)
@@ -129,9 +127,7 @@ def _write_batch(handler: Any, run: list[Parsed], txn: Txn) -> list[ArtifactResu
         except EvstoreError as err:
             err.path = err.path or p.doc.name
             raise
-    if prefetch is not None:
-        return list(handler.flush(specs, txn, batch))
-    return list(handler.flush(specs, txn))
+    return list(handler.flush(specs, txn, batch))
 
 
 def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -232,26 +228,14 @@ def as_documents(obj: Any) -> Iterable[Document]:
 
 
 def _write_parsed(parsed: list[Parsed], txn: Txn, report: IngestReport) -> None:
+    """Write each run of consecutive documents of one kind (:func:`_write_run`), in order."""
     i = 0
     while i < len(parsed):
-        p = parsed[i]
-        handler = get_handler(p.kind)
-        if hasattr(handler, "stage"):
-            j = i
-            while j < len(parsed) and parsed[j].kind == p.kind:
-                j += 1
-            report.results.extend(_write_batch(handler, parsed[i:j], txn))
-            i = j
-            continue
-        try:
-            faults = check_errors(handler, p.value, p.canonical, txn)
-            if faults:
-                raise faults[0]
-            report.results.append(handler.write(p.value, p.canonical, txn))
-        except EvstoreError as err:
-            err.path = err.path or p.doc.name
-            raise
-        i += 1
+        j = i + 1
+        while j < len(parsed) and parsed[j].kind == parsed[i].kind:
+            j += 1
+        report.results.extend(_write_run(get_handler(parsed[i].kind), parsed[i:j], txn))
+        i = j
 
 
 #: ``progress(items done)``: called after each chunk of a streamed call (items so far).

@@ -12,11 +12,10 @@ from typing import Any
 
 from markupsafe import Markup
 
-from .. import EvstoreError, edges_from, error, kind_counts, normalize_uuid, verify_now
+from .. import EvstoreError, edges_from, error, kind_counts, kind_page, normalize_uuid, verify_now
 from .render import JsonBudget, ev_text, is_ref, json_tree, object_url, query, utf8_floor
 
 __all__ = [
-    "KIND_PAGES",
     "artifact_view",
     "blob_view",
     "edges_in",
@@ -28,16 +27,6 @@ __all__ = [
     "summary",
 ]
 
-#: The page that shows an artifact of each kind (the rest: the generic artifact page).
-KIND_PAGES = {
-    "fragment": "fragment",
-    "manifest": "manifest",
-    "package": "package",
-    "envelope": "envelope",
-    "evidence-context": "context",
-    "source-document": "context",
-    "run": "run",
-}
 #: Bytes of a blob shown per page (the rest is paged by byte offset).
 BLOB_WINDOW = 65536
 #: Artifacts per page of a kind list.
@@ -46,10 +35,15 @@ _UUID = re.compile(r"^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
 
 
 def page_for(base: str, address: str, kinds: list[str]) -> str:
-    """The URL of the page that shows ``address`` best, given its kinds."""
+    """The URL of the page that shows ``address`` best, given its kinds.
+
+    The first kind with a reviewer page (its kind registry record's ``page``,
+    :func:`evstore.kind_page`) wins; else the generic artifact page, or the blob page.
+    """
     for kind in kinds:
-        if kind in KIND_PAGES:
-            return f"{base}/{KIND_PAGES[kind]}/{address}"
+        page = kind_page(kind)
+        if page is not None:
+            return f"{base}/{page}/{address}"
     if kinds:
         return f"{base}/artifact/{address}"
     return f"{base}/blob/{address}"
@@ -148,6 +142,7 @@ def artifact_view(store: Any, base: str, ref: str) -> dict[str, Any]:
         tree = _tree(base, address, value, "", 0)
     return {
         **info,
+        "paged_kinds": [k for k in info["kinds"] if kind_page(k) is not None],
         "verdict": verdict,
         "tree": tree,
         "edges_out": _edges_out(store, base, address),

@@ -397,6 +397,44 @@ def test_no_get_changes_the_store(store, snapshot):
     assert c.post(f"/ui/artifact/{ids['run']}").status_code == 405
 
 
+#: The reviewer page of each kind (docs/pages.md); None: the generic artifact page.
+KIND_PAGE = {
+    "fragment": "fragment",
+    "manifest": "manifest",
+    "package": "package",
+    "envelope": "envelope",
+    "evidence-context": "context",
+    "source-document": "context",
+    "run": "run",
+    "request": None,
+    "json": None,
+    "fragment-batch": None,
+    "fragment-source": None,
+}
+
+
+def test_each_kind_opens_on_its_own_page_and_the_artifact_page_links_it(store):
+    ids = ingest_examples(store)
+    c = client(store)
+    seen = set()
+    for ref in ids.values():
+        address = store.stat(ref)["address"]
+        kinds = [a["kind"] for a in store.stat(ref)["artifacts"]]
+        if not kinds:
+            continue
+        pages = [KIND_PAGE[k] for k in kinds if KIND_PAGE[k] is not None]
+        want = f"/ui/{pages[0]}/{address}" if pages else f"/ui/artifact/{address}"
+        r = c.get(f"/ui/object/{ref}", follow_redirects=False)
+        assert (r.status_code, r.headers["location"]) == (303, want), kinds
+        page = c.get(f"/ui/artifact/{ref}").text
+        for kind in kinds:
+            seen.add(kind)
+            linked = f"the {kind} page</a>" in page
+            assert linked == (KIND_PAGE[kind] is not None), kind
+    assert {"fragment", "manifest", "run", "json", "evidence-context"} <= seen
+    assert all(evstore.kind_page(k) == p for k, p in KIND_PAGE.items())
+
+
 def test_static_files_and_errors(store):
     c = client(store)
     css = c.get("/ui/static/pages.css")

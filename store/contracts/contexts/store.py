@@ -26,6 +26,7 @@ from ...core.errors import EvstoreError, Faults, error
 from ...core.refs import parse_ref
 from ...objects import blobs
 from ...objects.artifacts import ArtifactResult
+from ...objects.kinds import KindHandler
 from ...objects.txn import Txn
 from .rules import (
     CONTRACT_VERSION,
@@ -90,7 +91,7 @@ def _source_attrs(doc: Any) -> list[tuple[str, str]]:
     return [("source_id", sid)] if sid else []
 
 
-class EvidenceContextKind:
+class EvidenceContextKind(KindHandler):
     """Kind ``evidence-context``: a notarius v1 published evidence context (the payload).
 
     check: the payload rules (:func:`~evstore.contracts.contexts.rules.validate`); then, when
@@ -102,8 +103,6 @@ class EvidenceContextKind:
     ``checked`` or ``unchecked``.
     """
 
-    #: Unit ids must be JSON integer tokens: the reader keeps 10.0 and 1e1 as floats.
-    number_tokens = True
     name = "evidence-context"
     contract_version = CONTRACT_VERSION
 
@@ -126,7 +125,7 @@ class EvidenceContextKind:
             )
         return False
 
-    def check(self, doc: Any, txn: Txn) -> Faults:
+    def check(self, doc: Any, txn: Txn, canonical: bytes | None = None) -> Faults:
         """Payload rules, then source consistency when a source document is named."""
         faults = validate(doc, txn.settings, kind=self.name)
         ref = txn.options.get("source_document")
@@ -167,7 +166,7 @@ class EvidenceContextKind:
         return faults
 
 
-class SourceDocumentKind:
+class SourceDocumentKind(KindHandler):
     """Kind ``source-document``: a generic source document (docs/bundle.md).
 
     Never detected from content (see :func:`~evstore.contracts.contexts.rules.detect`). check: the
@@ -175,8 +174,6 @@ class SourceDocumentKind:
     with lookup attribute ``source_id``; ``info`` gives the number of units.
     """
 
-    #: Unit ids must be JSON integer tokens: the reader keeps 10.0 and 1e1 as floats.
-    number_tokens = True
     name = "source-document"
     contract_version = CONTRACT_VERSION
 
@@ -184,7 +181,7 @@ class SourceDocumentKind:
         """Always False: a source document is only ever ingested by name."""
         return False
 
-    def check(self, doc: Any, txn: Txn) -> Faults:
+    def check(self, doc: Any, txn: Txn, canonical: bytes | None = None) -> Faults:
         """The source-document rules."""
         return validate(doc, txn.settings, kind=self.name)
 

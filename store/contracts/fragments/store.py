@@ -25,6 +25,7 @@ from ...core.errors import EvstoreError, Faults, error, join_pointer
 from ...core.refs import parse_ref
 from ...objects import blobs as _blobs
 from ...objects.artifacts import ArtifactResult, Document
+from ...objects.kinds import KindHandler
 from .bindings import (
     ATTR_SOURCE_PAIR,
     NS_REV_CONTENT,
@@ -171,7 +172,7 @@ def audit_fragment(frag: Any, address: str, pointer: str, txn: Txn) -> Faults:
     return faults
 
 
-class FragmentKind:
+class FragmentKind(KindHandler):
     """Kind ``fragment``: one templiqx v1alpha1 evidence fragment (rules: fragment_rules).
 
     Detection: an object with all five required member names (:func:`detect`).
@@ -187,7 +188,7 @@ class FragmentKind:
         """True for an object carrying the five required member names."""
         return detect(doc) == "fragment"
 
-    def check(self, doc: Any, txn: Txn) -> Faults:
+    def check(self, doc: Any, txn: Txn, canonical: bytes | None = None) -> Faults:
         """Every fault of one fragment (shape, content selection, bytes)."""
         return Faults(errors=check_fragment(doc, "", txn, state(txn))[1])
 
@@ -205,7 +206,7 @@ class FragmentKind:
         return audit_fragment(doc, address, "", txn)
 
 
-class FragmentBatchKind:
+class FragmentBatchKind(KindHandler):
     """Kind ``fragment-batch``: a templiqx eval output whose ``evidence`` array holds fragments.
 
     The output is stored as it is (facts included) with a ``fragment`` edge to each of its
@@ -220,7 +221,7 @@ class FragmentBatchKind:
         """True for an object with an ``evidence`` array holding at least one fragment."""
         return detect(doc) == "fragment-batch"
 
-    def check(self, doc: Any, txn: Txn) -> Faults:
+    def check(self, doc: Any, txn: Txn, canonical: bytes | None = None) -> Faults:
         """Every fault of every fragment, pointers ``/evidence/N/...``."""
         try:
             items = extract_evidence(doc)
@@ -280,7 +281,7 @@ class FragmentBatchKind:
         return faults
 
 
-class FragmentSourceKind:
+class FragmentSourceKind(KindHandler):
     """Kind ``fragment-source``: a content version of (document_id, fragment_id).
 
     The record is ``{"document_id", "fragment_id", "content_sha256"[, "revision_checksum"]}``
@@ -334,7 +335,7 @@ class FragmentSourceKind:
             )
         return faults
 
-    def check(self, doc: Any, txn: Txn) -> Faults:
+    def check(self, doc: Any, txn: Txn, canonical: bytes | None = None) -> Faults:
         """Shape, bytes present and well-formed UTF-8, revision bindings not contradicted."""
         faults = Faults(errors=validate_source(doc))
         if faults:

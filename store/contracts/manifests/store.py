@@ -39,6 +39,7 @@ from ...core.canonical import loads
 from ...core.digests import blake3_hex, sha256_hex
 from ...core.errors import EvstoreError, Faults, error
 from ...objects.artifacts import ArtifactResult, Document, Warning_
+from ...objects.kinds import KindHandler
 from . import rules as rules
 
 if TYPE_CHECKING:
@@ -183,7 +184,7 @@ def _stored_content(doc: Any, txn: Txn) -> tuple[Any, Faults]:
     return row, rules.check_expected_content(expect, sha256_hex(data), len(data))
 
 
-class ManifestKind:
+class ManifestKind(KindHandler):
     """Kind ``manifest``: an orbidocs corpus passage evidence manifest, v1.
 
     Check: :func:`~evstore.contracts.manifests.rules.validate` (schema, contract rules,
@@ -208,8 +209,6 @@ class ManifestKind:
 
     name = rules.KIND
     contract_version = rules.CONTRACT_VERSION
-    #: ``check`` takes the store's canonical bytes (``canonical=``) to skip a second pass.
-    accepts_canonical = True
 
     def detect(self, doc: Any) -> bool:
         """Whether ``doc`` is a manifest (:func:`~evstore.contracts.manifests.rules.detect`)."""
@@ -261,7 +260,9 @@ class ManifestKind:
         batch["bindings"] = binds
         batch["contents"] = []
 
-    def flush(self, specs: list[Any], txn: Txn, batch: dict[str, Any] | None = None) -> list[Any]:
+    def flush(
+        self, specs: list[Any], txn: Txn, batch: dict[str, Any] | None = None
+    ) -> list[ArtifactResult]:
         """Write staged manifests with one statement per table; results in order.
 
         Each spec from :meth:`stage` becomes the artifact row, its ``content`` edge, its

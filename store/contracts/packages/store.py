@@ -49,6 +49,7 @@ from ...objects.artifacts import (
     iso_utc,
     warnings_of,
 )
+from ...objects.kinds import KindHandler
 from ...objects.txn import Txn
 from .rules import (
     CONTRACT_VERSION,
@@ -212,7 +213,7 @@ def bind(doc: dict[str, Any], address: str, txn: Txn) -> None:
 # --------------------------------------------------------------------------- kinds
 
 
-class PackageKind:
+class PackageKind(KindHandler):
     """Kind ``package``: a retained insonic 1.3.0 answer evidence package.
 
     Check: :func:`evstore.contracts.packages.rules.validate_package` with the store settings. Write:
@@ -228,7 +229,7 @@ class PackageKind:
         """True when ``kind`` is ``answer-evidence-context`` (see ``package_rules.detect``)."""
         return detect(doc) == "package"
 
-    def check(self, doc: Any, txn: Txn) -> Faults:
+    def check(self, doc: Any, txn: Txn, canonical: bytes | None = None) -> Faults:
         """Every shape and rule fault, context size as the store settings say."""
         return validate_package(doc, txn.settings)
 
@@ -286,7 +287,7 @@ class PackageKind:
         return faults
 
 
-class RequestKind:
+class RequestKind(KindHandler):
     """Kind ``request``: a standalone insonic 1.3.0 request (``$defs/request``)."""
 
     name = "request"
@@ -296,7 +297,7 @@ class RequestKind:
         """True for ``version`` 1.3.0 with a ``question`` (see ``package_rules.detect``)."""
         return detect(doc) == "request"
 
-    def check(self, doc: Any, txn: Txn) -> Faults:
+    def check(self, doc: Any, txn: Txn, canonical: bytes | None = None) -> Faults:
         """Every fault (``package_rules.validate_request``)."""
         return validate(doc, txn.settings, kind="request")
 
@@ -333,7 +334,7 @@ def _unknown_package(package_id: str) -> EvstoreError:
     )
 
 
-class EnvelopeKind:
+class EnvelopeKind(KindHandler):
     """Kind ``envelope``: an answer envelope bound to a stored package.
 
     Check: ``package_rules.validate_envelope`` against the stored package named by
@@ -348,7 +349,7 @@ class EnvelopeKind:
         """True for ``version`` 1.3.0 with ``package_id`` or ``claims`` (``detect``)."""
         return detect(doc) == "envelope"
 
-    def check(self, doc: Any, txn: Txn) -> Faults:
+    def check(self, doc: Any, txn: Txn, canonical: bytes | None = None) -> Faults:
         """Every fault: shape, envelope rules, then the package's existence and citations."""
         pid = doc.get("package_id") if isinstance(doc, dict) else None
         stored = _stored_package(txn, pid)

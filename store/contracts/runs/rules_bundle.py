@@ -18,7 +18,7 @@ the evidence-context descriptor through :func:`~evstore.contracts.contexts.rules
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -330,7 +330,9 @@ def _load(data: bytes, path: str, *, number_tokens: bool = False) -> Any:
         raise
 
 
-def read_bundle(directory: str | os.PathLike[str]) -> tuple[bytes, Any, list[BundleFile]]:
+def read_bundle(
+    directory: str | os.PathLike[str], *, number_tokens: Callable[[str], bool]
+) -> tuple[bytes, Any, list[BundleFile]]:
     """Read a bundle: its index, and every logical file the index names, checked.
 
     Checks the layout (:func:`index_faults`), path safety (lexical, then the resolved path
@@ -339,6 +341,8 @@ def read_bundle(directory: str | os.PathLike[str]) -> tuple[bytes, Any, list[Bun
 
     Args:
         directory: the bundle directory.
+        number_tokens: ``number_tokens(kind)``: whether the rules of an evstore kind read
+            JSON numbers as written (the kind registry's record says; this module is pure).
 
     Returns:
         ``(index bytes, parsed index, files)`` with files in index order.
@@ -377,7 +381,7 @@ def read_bundle(directory: str | os.PathLike[str]) -> tuple[bytes, Any, list[Bun
             _load(
                 raw,
                 desc["logical_file"],
-                number_tokens=kind in ("evidence-context", "source-document"),
+                number_tokens=number_tokens(kind),
             )
             if kind is not None
             else None

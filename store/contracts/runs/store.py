@@ -22,7 +22,7 @@ from ...core.errors import EvstoreError, Faults, InputError, error, join_pointer
 from ...core.refs import parse_ref
 from ...objects import blobs, lineage
 from ...objects.artifacts import ArtifactInfo, ArtifactResult
-from ...objects.kinds import get_handler
+from ...objects.kinds import KindHandler, get_handler, kind_record
 from ...objects.txn import Txn
 from ..contexts.rules import source_id_of
 from .rules import (
@@ -182,7 +182,7 @@ def _presence_faults(doc: Mapping[str, Any], txn: Txn) -> Faults:
     return faults
 
 
-class RunKind:
+class RunKind(KindHandler):
     """Kind ``run``: a run record (docs/bundle.md#the-run-record).
 
     Detected by its ``record`` marker. check: the record's rules
@@ -199,7 +199,7 @@ class RunKind:
         """True for an object whose ``record`` member names an evstore run record."""
         return detect(doc) == self.name
 
-    def check(self, doc: Any, txn: Txn) -> Faults:
+    def check(self, doc: Any, txn: Txn, canonical: bytes | None = None) -> Faults:
         """Shape, layout and presence of everything the record names."""
         faults = validate(doc, txn.settings, kind=self.name)
         if any(e.code == "run.record-shape" for e in faults.errors):
@@ -251,7 +251,9 @@ class RunOps:
             BundleError, ContextError, JSONFormError, and every kind's own errors (each with
             ``path`` = the logical file); NotFound (``not-found.source-document``).
         """
-        index_data, _, files = read_bundle(directory)
+        index_data, _, files = read_bundle(
+            directory, number_tokens=lambda kind: kind_record(kind).number_tokens
+        )
 
         def work(txn: Txn) -> RunReport:
             index_blob = txn.put_blob(index_data)
