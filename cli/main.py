@@ -30,7 +30,7 @@ import evstore
 
 from . import admin, objects, retention, server
 from . import ingest as ingest_commands
-from .common import Ctx, discard_created, env_url, json_text
+from .common import Ctx, discard_created, env_url, escape_unencodable_output, json_text
 
 __all__ = [
     "AREAS",
@@ -277,6 +277,7 @@ class EvstoreGroup(click.Group):
         """Run the CLI; usage errors exit 2 (one JSON object with --json)."""
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        escape_unencodable_output()  # output comes after the writes: it never fails on a char
         argv = list(sys.argv[1:] if args is None else args)
         if not any(k.endswith("_COMPLETE") for k in os.environ):
             argv = hoist_global_options(self, argv)
