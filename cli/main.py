@@ -22,6 +22,7 @@ import io
 import json
 import os
 import sys
+from importlib import metadata
 from typing import Any
 
 import click
@@ -156,6 +157,23 @@ def _interrupted(ctx_obj: Ctx | None, as_json: bool) -> None:
     else:
         click.echo(f"error: {err}", err=True)
     sys.exit(EXIT_INTERRUPTED)
+
+
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """``--version``: "evstore VERSION (schema REVISION)", the release and the schema it writes.
+
+    The version is the installed distribution's (``evidence-store``, CHANGELOG.md); the
+    schema revision is :func:`evstore.head_revision` (a store at another revision is
+    migrated or refused). Reads no store.
+    """
+    if not value or ctx.resilient_parsing:
+        return
+    try:
+        version = metadata.version("evidence-store")
+    except metadata.PackageNotFoundError:  # run from a tree that was never installed
+        version = "unknown"
+    click.echo(f"evstore {version} (schema {evstore.head_revision()})")
+    ctx.exit()
 
 
 #: Command name -> the contract CLI module (under evstore.cli) that defines it.
@@ -398,7 +416,14 @@ class EvstoreGroup(click.Group):
 @click.option(
     "-q", "--quiet", is_flag=True, help="No progress bars and no notes on stderr (errors stay)."
 )
-@click.version_option(package_name="evidence-store", prog_name="evstore")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and the schema revision it writes, and exit.",
+)
 @click.pass_context
 def cli(ctx: click.Context, url: str | None, as_json: bool, verbose: int, quiet: bool) -> None:
     """evstore: a content-addressed store for evidence artifacts."""

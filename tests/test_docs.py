@@ -126,3 +126,58 @@ def test_readme_says_how_to_develop_with_an_editable_install():
     readme = (ROOT / "README.md").read_text()
     assert "pip install -e '.[test]'" in readme
     assert "reinstall" in readme
+
+
+def _releases() -> list[tuple[tuple[int, ...], str, str]]:
+    """CHANGELOG.md's released versions, newest first: ``(version, date, schema revision)``."""
+    text = (ROOT / "CHANGELOG.md").read_text()
+    headings = re.findall(r"^## \[([^\]]+)\](.*)$", text, flags=re.M)
+    assert headings[0] == ("Unreleased", ""), "Keep a Changelog: [Unreleased] comes first"
+    out = []
+    sections = re.split(r"^## \[[^\]]+\].*$", text, flags=re.M)[2:]
+    for (version, rest), body in zip(headings[1:], sections, strict=True):
+        assert re.fullmatch(r"\d+\.\d+\.\d+", version), version
+        date = re.fullmatch(r" - (\d{4}-\d{2}-\d{2})", rest)
+        assert date, f"{version}: '## [{version}] - YYYY-MM-DD'"
+        schema = re.search(r"Writes schema revision (\d{4})", body.split("###")[0])
+        assert schema, f"{version} does not say which schema revision it writes"
+        out.append((tuple(map(int, version.split("."))), date.group(1), schema.group(1)))
+    return out
+
+
+def test_the_changelog_is_kept_by_version_each_naming_its_schema():
+    """Issue 23: releases are versioned, newest first, a minor version per schema revision."""
+    import tomllib
+
+    from evstore.db.revisions import head_revision, schema_revisions
+
+    releases = _releases()
+    versions = [v for v, _, _ in releases]
+    assert versions == sorted(versions, reverse=True) and len(set(versions)) == len(versions)
+    dates = [d for _, d, _ in releases]
+    assert dates == sorted(dates, reverse=True)
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert ".".join(map(str, versions[0])) == pyproject, "pyproject names the newest release"
+    assert releases[0][2] == head_revision(), "the newest release writes the code's schema"
+    chain = list(schema_revisions())
+    for (new, _, rev_new), (old, _, rev_old) in zip(releases, releases[1:], strict=False):
+        assert chain.index(rev_new) >= chain.index(rev_old), (new, old)
+        if rev_new != rev_old:  # a schema change is a new minor (or major) version
+            assert new[:2] > old[:2], f"{new} changes the schema in a patch release"
+    released = {rev for _, _, rev in releases}
+    first = chain.index(releases[-1][2])
+    assert set(chain[first:]) <= released, "a schema revision that no release writes"
+
+
+def test_version_names_the_release_and_the_schema_it_writes():
+    import tomllib
+
+    from click.testing import CliRunner
+
+    from evstore.cli.main import cli
+    from evstore.db.revisions import head_revision
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    r = CliRunner().invoke(cli, ["--version"])
+    assert r.exit_code == 0
+    assert r.stdout == f"evstore {version} (schema {head_revision()})\n"
