@@ -48,6 +48,17 @@ def test_the_core_install_holds_no_extra_and_test_holds_them_all():
     assert "evidence-store[all]" in extras["test"]  # the README's test command needs them all
 
 
+def test_the_installed_distribution_declares_the_same_split():
+    """What pip installed (its metadata) splits as pyproject.toml does: a stale build fails."""
+    from importlib import metadata
+
+    dist = metadata.distribution("evidence-store")
+    assert set(dist.metadata.get_all("Provides-Extra")) >= {*EXTRAS, "all", "test"}
+    core = {_name(r) for r in dist.requires or [] if "extra ==" not in r}
+    gated = {m for _, modules in EXTRAS.values() for m in modules}
+    assert core and not core & gated, core & gated
+
+
 @pytest.fixture
 def without(monkeypatch):
     """Make ``modules`` unimportable and unload evstore's modules that would import them."""
