@@ -171,8 +171,8 @@ def check(
             if not ctx.json:
                 bar.echo(_fault_line(f))  # on its own line, above the bar
         warns = store.recorded_warnings() + audit_warnings
-    if run.not_recorded and not no_record and not ctx.json:
-        click.echo(f"note: verified objects not recorded: {run.not_recorded}", err=True)
+    if run.not_recorded and not no_record:
+        ctx.note(f"note: verified objects not recorded: {run.not_recorded}")
     if ctx.json:
         out: dict[str, Any] = {
             "ok": not faults,
@@ -184,7 +184,7 @@ def check(
         click.echo(json_text(out, sort_keys=True))
     else:
         if narrowed:
-            click.echo(f"checked {run.checked} object(s)", err=True)
+            ctx.note(f"checked {run.checked} object(s)")  # a note: not with -q
         _print_warnings(warns, len(faults))
     if faults:
         sys.exit(1)

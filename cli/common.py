@@ -6,7 +6,9 @@ The CLI imports only the public surface (``evstore``, its ``__all__``) and ``evs
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import io
 import json
 import os
 import sqlite3
@@ -30,6 +32,7 @@ __all__ = [
     "discard_created",
     "emit",
     "env_url",
+    "escape_unencodable_output",
     "fail",
     "ingest_options",
     "is_http_url",
@@ -325,19 +328,58 @@ def _to_jsonable(obj: Any) -> Any:
 
 
 def json_text(obj: Any, **kw: Any) -> str:
-    """``json.dumps(obj, ensure_ascii=False, **kw)``, unless that is not UTF-8.
+    """``json.dumps(obj, ensure_ascii=False, **kw)``, unless stdout cannot write that text.
 
     A name read from the file system with bytes that are not UTF-8 (an archive member, a
     path) reaches us with lone surrogates; written as they are they would make the output
-    invalid UTF-8. Such a text is written with JSON's ASCII escapes instead (valid JSON and
-    valid UTF-8).
+    invalid UTF-8. A stdout that is not UTF-8 (``PYTHONIOENCODING=cp1252``, a redirected
+    Windows console) cannot write every character either. Such a text is written with JSON's
+    ASCII escapes instead: valid JSON in any ASCII-compatible encoding, the same value.
     """
     text = json.dumps(obj, ensure_ascii=False, **kw)
+    if text.isascii():
+        return text
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
+        text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+    except (UnicodeEncodeError, LookupError):
         return json.dumps(obj, ensure_ascii=True, **kw)
     return text
+
+
+#: The error handler of a stdout that wrote undecodable file names back as their bytes
+#: (``surrogateescape``, Python's choice in a C or POSIX locale): it still does, and escapes
+#: every other character the encoding lacks (``\U0001f600``) instead of failing.
+RAW_NAMES_ESCAPE = "evstore.surrogateescape-backslashreplace"
+
+
+def _surrogateescape_backslashreplace(exc: UnicodeError) -> tuple[str | bytes, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    part = exc.object[exc.start : exc.end]
+    if all("\udc80" <= ch <= "\udcff" for ch in part):
+        return codecs.lookup_error("surrogateescape")(exc)
+    return codecs.backslashreplace_errors(exc)
+
+
+codecs.register_error(RAW_NAMES_ESCAPE, _surrogateescape_backslashreplace)
+
+
+def escape_unencodable_output() -> None:
+    """Make stdout and stderr escape what their encoding cannot write, never fail on it.
+
+    Output is written after the data is stored: a path or value holding a character the
+    stream's encoding lacks (an emoji on a cp1252 console) must not end the command with a
+    UnicodeEncodeError and a traceback. A strict stream escapes it (``backslashreplace``:
+    ``\U0001f600``); a ``surrogateescape`` stream keeps writing undecodable names back as
+    their bytes and escapes the rest. JSON output never needs this (:func:`json_text`).
+    """
+    for stream in (sys.stdout, sys.stderr):
+        if not isinstance(stream, io.TextIOWrapper):
+            continue
+        if stream.errors == "strict":
+            stream.reconfigure(errors="backslashreplace")
+        elif stream.errors == "surrogateescape":
+            stream.reconfigure(errors=RAW_NAMES_ESCAPE)
 
 
 def emit(ctx: Ctx, obj: Any, human: Callable[[Any], None] | str | None = None) -> None:

@@ -22,6 +22,7 @@ import io
 import json
 import os
 import sys
+from importlib import metadata
 from typing import Any
 
 import click
@@ -30,7 +31,7 @@ import evstore
 
 from . import admin, objects, retention, server
 from . import ingest as ingest_commands
-from .common import Ctx, discard_created, env_url, json_text
+from .common import Ctx, discard_created, env_url, escape_unencodable_output, json_text
 
 __all__ = [
     "AREAS",
@@ -158,6 +159,23 @@ def _interrupted(ctx_obj: Ctx | None, as_json: bool) -> None:
     sys.exit(EXIT_INTERRUPTED)
 
 
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    """``--version``: "evstore VERSION (schema REVISION)", the release and the schema it writes.
+
+    The version is the installed distribution's (``evidence-store``, CHANGELOG.md); the
+    schema revision is :func:`evstore.head_revision` (a store at another revision is
+    migrated or refused). Reads no store.
+    """
+    if not value or ctx.resilient_parsing:
+        return
+    try:
+        version = metadata.version("evidence-store")
+    except metadata.PackageNotFoundError:  # run from a tree that was never installed
+        version = "unknown"
+    click.echo(f"evstore {version} (schema {evstore.head_revision()})")
+    ctx.exit()
+
+
 #: Command name -> the contract CLI module (under evstore.cli) that defines it.
 AREA_COMMANDS: dict[str, str] = {
     "archive": "archive",
@@ -277,6 +295,7 @@ class EvstoreGroup(click.Group):
         """Run the CLI; usage errors exit 2 (one JSON object with --json)."""
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        escape_unencodable_output()  # output comes after the writes: it never fails on a char
         argv = list(sys.argv[1:] if args is None else args)
         if not any(k.endswith("_COMPLETE") for k in os.environ):
             argv = hoist_global_options(self, argv)
@@ -397,7 +416,14 @@ class EvstoreGroup(click.Group):
 @click.option(
     "-q", "--quiet", is_flag=True, help="No progress bars and no notes on stderr (errors stay)."
 )
-@click.version_option(package_name="evidence-store", prog_name="evstore")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and the schema revision it writes, and exit.",
+)
 @click.pass_context
 def cli(ctx: click.Context, url: str | None, as_json: bool, verbose: int, quiet: bool) -> None:
     """evstore: a content-addressed store for evidence artifacts."""

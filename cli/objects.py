@@ -109,13 +109,13 @@ def _write_verified(ctx: Ctx, path: str, digest: Any, chunks: Any) -> None:
         emit(ctx, {"ok": True, "output": path, "size": size, "address": digest.address})
 
 
-def _put_many_human(digests: bool) -> Any:
+def _put_many_human(ctx: Ctx, digests: bool) -> Any:
     def human(x: dict[str, Any]) -> None:
         for r in x["results"]:
             click.echo(f"{r['address']}  {r['path']}")
             if digests:
                 click.echo(f"  {r['sha256']}\n  {r['sha256_b64u']}")
-        click.echo(f"stored {x['files']} file(s), {x['new']} new", err=True)
+        ctx.note(f"stored {x['files']} file(s), {x['new']} new")  # not with -q
 
     return human
 
@@ -180,7 +180,7 @@ def put(
         {"path": n, **r.digest.forms(), "new": r.new} for n, r in zip(names, results, strict=True)
     ]
     out = {"ok": True, "files": len(rows), "new": sum(r["new"] for r in rows), "results": rows}
-    emit(ctx, out, _put_many_human(digests))
+    emit(ctx, out, _put_many_human(ctx, digests))
 
 
 def _recorder(done: list[int]) -> Any:

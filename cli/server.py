@@ -101,18 +101,19 @@ def serve(
     """
     mapping = parse_stores(stores, ctx.url)
     kw = {k.removeprefix("max_"): v for k, v in limits.items() if v is not None}
+    run, server_limits = evstore.serve, evstore.ServerLimits  # install.extra-missing first
     ctx.note(
         "serving "
         + ", ".join("/" + n if n else "/" for n in mapping)
         + f" on http://{host}:{port} ({'public reads' if public_read else 'tokens for reads'})"
     )
-    evstore.serve(
+    run(
         mapping,
         host=host,
         port=port,
         workers=workers,
         public_read=public_read,
-        limits=evstore.ServerLimits(**kw),
+        limits=server_limits(**kw),
         access_log=access_log,
         log_key=log_key,
         checkpoint_every=checkpoint_every,

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         error,
     )
     from .core.refs import ContentRef, parse_ref
+    from .db.revisions import head_revision
     from .facade.api import Store
     from .log.ops import LogOps
     from .log.ops import verify_proof as verify_log_proof
@@ -98,6 +99,7 @@ _SOURCES: dict[str, str] = {
     "error": "core.errors",
     "export_archive": "archive.ops",
     "fragment_scope": "contracts.fragments.rules:scope_from_parts",
+    "head_revision": "db.revisions",
     "import_archive": "archive.ops",
     "init": "connect",
     "kind_counts": "read.review",
@@ -156,6 +158,7 @@ __all__ = [
     "error",
     "export_archive",
     "fragment_scope",
+    "head_revision",
     "import_archive",
     "init",
     "kind_counts",
@@ -180,12 +183,28 @@ __all__ = [
 ]
 
 
+#: The first folder of a public name's module -> the extra its dependencies come from
+#: (evstore.core.extras): without it, loading the name is ``install.extra-missing``.
+_EXTRA_OF = {"server": "server", "client": "client"}
+
+
 def __getattr__(name: str) -> Any:
-    """Load a public name on first use (PEP 562)."""
+    """Load a public name on first use (PEP 562).
+
+    Raises:
+        AttributeError: no such public name.
+        StoreStateError: ``install.extra-missing`` for a name whose extra (server, client)
+            is not installed.
+    """
     source = _SOURCES.get(name)
     if source is None:
         raise AttributeError(f"module 'evstore' has no attribute {name!r}")
     module, _, attr = source.partition(":")
+    extra = _EXTRA_OF.get(module.split(".")[0])
+    if extra is not None:
+        from .core.extras import require
+
+        require(extra)
     value = getattr(importlib.import_module(f"{__name__}.{module}"), attr or name)
     globals()[name] = value
     return value

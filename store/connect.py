@@ -20,6 +20,16 @@ def _remote(url: str) -> bool:
     return url[:8].lower().startswith(("http://", "https://"))
 
 
+def _client() -> Any:
+    """The client package (evstore.client), or ``install.extra-missing`` without httpx."""
+    from .core.extras import require
+
+    require("client")
+    from . import client
+
+    return client
+
+
 def open(  # noqa: A001 - the documented API name
     url: str, *, create: bool = False, token: str | None = None, **remote: Any
 ) -> Any:
@@ -40,13 +50,13 @@ def open(  # noqa: A001 - the documented API name
         methods (and ``remote.unsupported`` for those that need the database).
 
     Raises:
-        StoreStateError: as :func:`evstore.facade.api.open`; ``store.url``: a malformed HTTP URL.
+        StoreStateError: as :func:`evstore.facade.api.open`; ``store.url``: a malformed HTTP URL;
+            ``install.extra-missing``: an HTTP URL without the ``client`` extra (httpx), a
+            ``postgresql://`` URL without the ``postgresql`` extra (psycopg).
         InputError: ``input.invalid`` for a token or remote option with a database URL.
     """
     if _remote(url):
-        from .client import RemoteStore
-
-        return RemoteStore(url, token=token, **remote)
+        return _client().RemoteStore(url, token=token, **remote)
     if token is not None or remote:
         raise error("input.invalid", "a token and HTTP options are for http(s):// store URLs")
     from .facade.api import open as open_local
@@ -57,9 +67,7 @@ def open(  # noqa: A001 - the documented API name
 def init(url: str, *, blobs: str | None = None) -> dict[str, Any]:
     """``evstore init`` (:func:`evstore.facade.api.init`); ``remote.unsupported`` over HTTP."""
     if _remote(url):
-        from .client import unsupported
-
-        raise unsupported("init")
+        raise _client().unsupported("init")
     from .facade.api import init as init_local
 
     return init_local(url, blobs=blobs)
@@ -68,9 +76,7 @@ def init(url: str, *, blobs: str | None = None) -> dict[str, Any]:
 def migrate(url: str) -> dict[str, Any]:
     """``evstore migrate`` (:func:`evstore.facade.api.migrate`); HTTP: ``remote.unsupported``."""
     if _remote(url):
-        from .client import unsupported
-
-        raise unsupported("migrate")
+        raise _client().unsupported("migrate")
     from .facade.api import migrate as migrate_local
 
     return migrate_local(url)

@@ -68,6 +68,28 @@ def test_doc_statements_that_once_drifted():
     assert "the quote as text and its size in bytes" in cli_md
 
 
+def test_doc_statements_the_attack_found_stale():
+    """Issue 23: what the docs said after the code had moved on."""
+    design = " ".join((ROOT / "docs" / "design.md").read_text().split())
+    assert "Not yet wired to the store" not in design  # the log is wired (revision 0007)
+    http = " ".join((ROOT / "docs" / "http.md").read_text().split())
+    assert "Not yet: the server signing checkpoints" not in http
+    assert "evstore serve --log-key" in http
+    pages = " ".join((ROOT / "docs" / "pages.md").read_text().split())
+    # The artifact page points to the roots pages; it never lists the roots that retain it.
+    assert "the roots that retain it" not in pages
+    assert "does not search every root" in pages
+
+
+def test_migration_headers_name_the_revision_they_revise():
+    for path in sorted((ROOT / "migrations" / "versions").glob("0*.py")):
+        text = path.read_text()
+        down = re.search(r"^down_revision[^=]*= *(?:None|\"(\d+)\")", text, flags=re.M)
+        header = re.search(r"^Revises: *(.*)$", text, flags=re.M)
+        assert down and header, path.name
+        assert header.group(1).strip() == (down.group(1) or ""), path.name
+
+
 def _commands(text: str) -> list[str]:
     """The non-comment lines of a shell script."""
     return [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("#")]
@@ -104,3 +126,58 @@ def test_readme_says_how_to_develop_with_an_editable_install():
     readme = (ROOT / "README.md").read_text()
     assert "pip install -e '.[test]'" in readme
     assert "reinstall" in readme
+
+
+def _releases() -> list[tuple[tuple[int, ...], str, str]]:
+    """CHANGELOG.md's released versions, newest first: ``(version, date, schema revision)``."""
+    text = (ROOT / "CHANGELOG.md").read_text()
+    headings = re.findall(r"^## \[([^\]]+)\](.*)$", text, flags=re.M)
+    assert headings[0] == ("Unreleased", ""), "Keep a Changelog: [Unreleased] comes first"
+    out = []
+    sections = re.split(r"^## \[[^\]]+\].*$", text, flags=re.M)[2:]
+    for (version, rest), body in zip(headings[1:], sections, strict=True):
+        assert re.fullmatch(r"\d+\.\d+\.\d+", version), version
+        date = re.fullmatch(r" - (\d{4}-\d{2}-\d{2})", rest)
+        assert date, f"{version}: '## [{version}] - YYYY-MM-DD'"
+        schema = re.search(r"Writes schema revision (\d{4})", body.split("###")[0])
+        assert schema, f"{version} does not say which schema revision it writes"
+        out.append((tuple(map(int, version.split("."))), date.group(1), schema.group(1)))
+    return out
+
+
+def test_the_changelog_is_kept_by_version_each_naming_its_schema():
+    """Issue 23: releases are versioned, newest first, a minor version per schema revision."""
+    import tomllib
+
+    from evstore.db.revisions import head_revision, schema_revisions
+
+    releases = _releases()
+    versions = [v for v, _, _ in releases]
+    assert versions == sorted(versions, reverse=True) and len(set(versions)) == len(versions)
+    dates = [d for _, d, _ in releases]
+    assert dates == sorted(dates, reverse=True)
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert ".".join(map(str, versions[0])) == pyproject, "pyproject names the newest release"
+    assert releases[0][2] == head_revision(), "the newest release writes the code's schema"
+    chain = list(schema_revisions())
+    for (new, _, rev_new), (old, _, rev_old) in zip(releases, releases[1:], strict=False):
+        assert chain.index(rev_new) >= chain.index(rev_old), (new, old)
+        if rev_new != rev_old:  # a schema change is a new minor (or major) version
+            assert new[:2] > old[:2], f"{new} changes the schema in a patch release"
+    released = {rev for _, _, rev in releases}
+    first = chain.index(releases[-1][2])
+    assert set(chain[first:]) <= released, "a schema revision that no release writes"
+
+
+def test_version_names_the_release_and_the_schema_it_writes():
+    import tomllib
+
+    from click.testing import CliRunner
+
+    from evstore.cli.main import cli
+    from evstore.db.revisions import head_revision
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    r = CliRunner().invoke(cli, ["--version"])
+    assert r.exit_code == 0
+    assert r.stdout == f"evstore {version} (schema {head_revision()})\n"

@@ -18,7 +18,7 @@ everything the store holds stays reachable from a root and ``gc`` collects nothi
 user releases it. No lease rows are written (an absent lease is an expired one).
 
 Revision ID: 0006
-Revises: 0004
+Revises: 0005
 """
 
 from __future__ import annotations

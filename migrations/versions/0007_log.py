@@ -15,7 +15,7 @@ this documented order, so the log starts out naming everything already accepted:
    no recorded time, so the entry's ``accepted_at`` is the time of this migration.
 
 Revision ID: 0007
-Revises: 0006 (0004 on its own branch; the lead rechains)
+Revises: 0006
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..core.errors import EvstoreError, error
+from ..core.extras import require
 from .base import CHUNK, Listed, missing, unreachable
 
 __all__ = ["S3Backend"]
@@ -43,7 +44,7 @@ class S3Backend:
         region: the region (None: ``AWS_REGION`` or the client's default).
 
     Raises:
-        InputError: ``blobs.spec`` when the client is not installed (the ``s3`` extra).
+        StoreStateError: ``install.extra-missing`` without the ``s3`` extra (obstore).
     """
 
     def __init__(
@@ -54,13 +55,9 @@ class S3Backend:
         endpoint: str | None = None,
         region: str | None = None,
     ) -> None:
-        try:
-            from obstore.store import S3Store
-        except ImportError:
-            raise error(
-                "blobs.spec",
-                "an s3:// blob backend needs obstore: pip install 'evidence-store[s3]'",
-            ) from None
+        require("s3")
+        from obstore.store import S3Store
+
         self.bucket = bucket
         self.prefix = prefix.strip("/")
         self.spec = f"s3://{bucket}/{self.prefix}" if self.prefix else f"s3://{bucket}"

@@ -124,6 +124,8 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
      "the store cannot be written (a read-only file, folder, mount or transaction)"),
     ("store.kind-unavailable", "store", "",
      "the handler of a kind cannot be loaded in this installation (a dependency is missing)"),
+    ("install.extra-missing", "store", "",
+     "this needs an extra of evidence-store that is not installed (server, client, postgresql)"),
     ("store.replaced", "store", "",
      "the SQLite store file was deleted or replaced while the process had it open"),
     ("store.database", "store", "", "another database error"),

@@ -19,10 +19,8 @@ through psycopg 3 (``postgresql+psycopg://``; a bare ``postgresql://`` URL is ma
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import random
-import re
 import sqlite3
 import threading
 import time
@@ -40,6 +38,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from ..core.errors import CorruptionError, StoreStateError
+from ..core.extras import require
 from .faults import (
     FAULTS,
     DbFault,
@@ -49,6 +48,7 @@ from .faults import (
     raw_driver,
     translate,
 )
+from .revisions import head_revision, schema_revisions
 
 __all__ = [
     "BEFORE_COMMIT",
@@ -204,39 +204,6 @@ def copy_rows(
             copy.write_row(row)
 
 
-_REVISION = re.compile(r"^revision\s*(?::[^=]*)?=\s*[\"']([^\"']+)[\"']", re.M)
-_DOWN = re.compile(r"^down_revision\s*(?::[^=]*)?=\s*(?:None|[\"']([^\"']*)[\"'])", re.M)
-
-
-@functools.cache
-def schema_revisions() -> tuple[str, ...]:
-    """The schema revisions shipped with this evstore, oldest first (the last is the head).
-
-    Read from the text of migrations/versions/*.py (``revision`` and ``down_revision``), so
-    checking a store's schema does not import Alembic.
-    """
-    parents: dict[str, str | None] = {}
-    for entry in (resources.files("evstore.migrations") / "versions").iterdir():
-        if not entry.name.endswith(".py") or entry.name.startswith("_"):
-            continue
-        text = entry.read_text(encoding="utf-8")
-        rev, down = _REVISION.search(text), _DOWN.search(text)
-        if rev is not None:
-            parents[rev.group(1)] = down.group(1) if down is not None else None
-    chain: list[str] = []
-    children = {v: k for k, v in parents.items()}
-    node = children.get(None)
-    while node is not None:
-        chain.append(node)
-        node = children.get(node)
-    return tuple(chain)
-
-
-def head_revision() -> str:
-    """The newest schema revision shipped with this code (no Alembic import)."""
-    return schema_revisions()[-1]
-
-
 def _alembic_config() -> Any:
     from alembic.config import Config
 
@@ -288,7 +255,8 @@ class Database:
 
     Raises:
         StoreStateError: ``store.url`` when the URL cannot be parsed or names no supported
-            backend.
+            backend; ``install.extra-missing`` for PostgreSQL without psycopg (the
+            ``postgresql`` extra).
     """
 
     def __init__(self, url: str) -> None:
@@ -308,6 +276,8 @@ class Database:
                 " postgresql://USER@HOST/DB (psycopg 3)",
                 code="store.url",
             )
+        if self.backend == "postgresql":
+            require("postgresql")  # psycopg, the driver of postgresql+psycopg: typed if missing
         options = dict(parsed.query)
         self.read_only = False
         if options and (self.backend != "sqlite" or options not in _SQLITE_READ_ONLY):

@@ -489,9 +489,11 @@ class Store:
             progress: called as ``progress(documents done)`` after each chunk of 500.
 
         Raises:
-            InputError: ``input.invalid`` (a value of no accepted type, e.g. a ``str``);
-            JSONFormError, ContractError, BindingConflict (InputError family);
-            StoreStateError (``store.kind-unavailable`` included).
+            InputError: ``input.invalid`` (a value of no accepted type, e.g. a ``str``; a
+                parsed value with a member name that is not a ``str``, at its pointer);
+            JSONFormError (``json.*``: a parsed value is held to ``evstore.dumps``'s domain,
+                so a lone surrogate is ``json.surrogate``), ContractError, BindingConflict
+                (InputError family); StoreStateError (``store.kind-unavailable`` included).
         """
         self._live()
         return ingest_documents(

@@ -82,7 +82,7 @@ def weed_binary() -> str | None:
     return shutil.which("weed")
 
 
-def start(root: Path, timeout: float = 60.0) -> Seaweed:
+def start(root: Path, timeout: float = 150.0) -> Seaweed:
     """Start ``weed server`` under ``root`` and create :data:`BUCKET`; raise after ``timeout`` s."""
     weed = weed_binary()
     assert weed is not None

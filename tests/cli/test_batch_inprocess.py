@@ -193,3 +193,36 @@ def test_cat_batch_answers_a_non_utf8_line_with_an_error_frame(store_url):
     r = run(store_url, "cat-batch", input=b"\xff\xfe\n")
     assert r.exit_code == 1
     assert r.stdout_bytes == b"\xff\xfe error ref.syntax\n"
+
+
+def test_quiet_drops_the_summary_notes_of_bulk_put_and_check(store_url, tmp_path):
+    """Issue 23: -q drops notes on stderr; bulk put's "stored N file(s)" and check's notes too."""
+    d = tmp_path / "d"  # the SQLite store lies in tmp_path
+    d.mkdir()
+    for name in ("a.txt", "b.txt"):
+        (d / name).write_bytes(name.encode())
+    loud = run(store_url, "put", str(d))
+    assert loud.exit_code == 0 and loud.stderr == "stored 2 file(s), 2 new\n"
+    quiet = run(store_url, "put", str(d), "-q")
+    assert quiet.exit_code == 0 and quiet.stderr == "", quiet.stderr
+    assert quiet.stdout == loud.stdout  # the results stay
+    checked = run(store_url, "check", "--sample", "1", "--seed", "1")
+    assert checked.exit_code == 0 and "checked 2 object(s)" in checked.stderr
+    quiet = run(store_url, "-q", "check", "--sample", "1", "--seed", "1")
+    assert quiet.exit_code == 0 and quiet.stderr == "", quiet.stderr
+
+
+def test_output_a_cp1252_stdout_cannot_encode_is_escaped(store_url, tmp_path):
+    """Issue 23: in process too, a stdout whose encoding lacks a character escapes it."""
+    d = tmp_path / "d"  # the SQLite store lies in tmp_path
+    d.mkdir()
+    (d / "\U0001f600 caf\u00e9.txt").write_bytes(b"smile")
+    runner = CliRunner(charset="cp1252")
+    r = runner.invoke(cli, ["--store", store_url, "put", str(d)])
+    assert r.exit_code == 0, r.output
+    address = "blake3:" + blake3.blake3(b"smile").hexdigest()
+    line = f"{address}  {d}/\\U0001f600 caf\u00e9.txt\n".encode("cp1252")
+    assert r.stdout_bytes == line
+    j = runner.invoke(cli, ["--store", store_url, "--json", "put", str(d)])
+    assert j.exit_code == 0 and j.stdout_bytes.isascii()
+    assert json.loads(j.stdout_bytes)["results"][0]["path"].endswith("\U0001f600 caf\u00e9.txt")

@@ -335,3 +335,58 @@ def test_interrupt_keeps_committed_batches_and_says_so(tmp_path):
     assert b"interrupted: 2 batch(es) committed (2 files)" in err and b"Traceback" not in err
     with sqlite3.connect(db) as c:
         assert c.execute("SELECT count(*) FROM blobs").fetchone()[0] == 2
+
+
+def test_bulk_output_on_a_stdout_that_is_not_utf8_is_escaped_not_a_crash(store_url, tmp_path):
+    """Issue 23: a cp1252 stdout (a redirected Windows console) took a UnicodeEncodeError
+    after the data was stored; what it cannot encode is escaped, and -q drops the summary."""
+    import os
+
+    d = tmp_path / "d"
+    d.mkdir()
+    names = {"caf\u00e9 \u20ac.txt": b"euro", "\U0001f600.txt": b"smile", "plain.txt": b"plain"}
+    for name, data in names.items():
+        (d / name).write_bytes(data)
+    (d / "\U0001f4c4.json").write_text('{"note": "\U0001f600"}', encoding="utf-8")
+    env = {**os.environ, "PYTHONIOENCODING": "cp1252"}
+
+    def run(*args: str, input: bytes | None = None):
+        return subprocess.run(
+            [str(EXE), "--store", store_url, *args],
+            input=input,
+            capture_output=True,
+            timeout=60,
+            cwd=tmp_path,
+            env=env,
+        )
+
+    p = run("put", str(d), "--include", "*.txt")
+    assert p.returncode == 0 and b"Traceback" not in p.stderr, p.stderr
+    out = p.stdout.decode("cp1252")  # what the console shows: cp1252 text
+    assert f"{d}/caf\u00e9 \u20ac.txt" in out  # what cp1252 has is written as it is
+    assert f"{d}/\\U0001f600.txt" in out  # what it lacks is escaped
+    assert p.stderr.decode("cp1252").strip() == "stored 3 file(s), 3 new"
+    for data in names.values():  # stored, and readable by the address printed
+        address = "blake3:" + blake3.blake3(data).hexdigest()
+        assert address in out and run("get", address).stdout == data
+
+    q = run("put", str(d), "--include", "*.txt", "--batch", "1", "-q")
+    assert q.returncode == 0 and q.stderr == b"", q.stderr  # -q: no "stored N file(s)" note
+    assert q.stdout == p.stdout  # the same lines, the same escapes
+
+    j = run("--json", "put", str(d), "--include", "*.txt")
+    assert j.returncode == 0 and j.stdout.isascii()  # JSON escapes: valid in any encoding
+    assert {Path(r["path"]).name for r in json.loads(j.stdout)["results"]} == set(names)
+
+    i = run("ingest", str(d), "--batch", "1")
+    assert i.returncode == 0 and b"Traceback" not in i.stderr, i.stderr
+    bad = tmp_path / "dup \U0001f600.json"
+    bad.write_text('{"a": 1, "a": 2}', encoding="utf-8")
+    v = run("validate", str(d / "\U0001f4c4.json"), str(bad))  # a fault names its file
+    assert v.returncode == 1 and b"Traceback" not in v.stderr, v.stderr
+    assert f"{tmp_path}/dup \\U0001f600.json: json.duplicate-key" in v.stdout.decode("cp1252")
+
+    (d / "SUMS").write_text(f"{'0' * 64}  \U0001f600 \u00e9.txt\n", encoding="utf-8")
+    f = run("verify-list", "-a", "sha256", str(d / "SUMS"))
+    assert f.returncode == 1 and b"Traceback" not in f.stderr, f.stderr
+    assert "\\U0001f600 \u00e9.txt: not-found.blob" in f.stdout.decode("cp1252")

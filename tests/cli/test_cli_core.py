@@ -282,6 +282,21 @@ def test_everyday_commands_import_neither_alembic_nor_the_contracts(tmp_path):
     assert r.stdout.strip() == "0", r.stdout + r.stderr
 
 
+def test_version_reads_no_database_module_and_no_server_extra():
+    """`evstore --version` is the start-up floor of docs/benchmarks.md: the CLI, no database."""
+    code = (
+        "import sys\n"
+        "sys.argv = ['evstore', '--version']\n"
+        "from evstore.cli.main import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = ('sqlalchemy', 'alembic', 'fastapi', 'httpx', 'psycopg')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy), file=sys.stderr)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout.startswith("evstore ") and "(schema " in r.stdout, r.stdout + r.stderr
+    assert r.stderr.strip() == "[]", r.stderr
+
+
 def test_core_cli_modules_use_only_the_public_surface():
     import ast
 

@@ -31,13 +31,56 @@ def test_ingest_takes_one_document_in_every_form(store, tmp_path):
     assert store.ingest([]).documents == 0
 
 
-@pytest.mark.parametrize("bad", ["{}", 3, None, 1.5, {"x": float("nan")}, object()])
+@pytest.mark.parametrize("bad", ["{}", 3, None, 1.5, object()])
 def test_ingest_refuses_other_values_typed(store, snapshot, bad):
     before = snapshot(store)
     with pytest.raises(evstore.InputError) as ei:
         store.ingest(bad)
     assert ei.value.code == "input.invalid"
     assert snapshot(store) == before
+
+
+@pytest.mark.parametrize(
+    ("value", "code", "pointer", "key"),
+    [
+        ({1: "a"}, "input.invalid", "", "1"),  # json.dumps would store {"1":"a"}
+        ({"a": [0, {"b": {None: 1}}]}, "input.invalid", "/a/1/b", "None"),
+        ([{"ok": 1}, {True: 2}], "input.invalid", "/1", "True"),
+        ({"a/b": {"c": {1, 2}}}, "input.invalid", "/a~1b/c", None),  # a set is no JSON value
+        ({"s": "\ud83d"}, "json.surrogate", "/s", None),  # was a plain UnicodeEncodeError
+        ({"\udc80": 1}, "json.surrogate", "", None),
+        ({"x": float("nan")}, "json.non-finite", "/x", None),
+        ({"n": [2**60]}, "json.int-range", "/n/0", None),
+    ],
+)
+def test_ingest_of_a_parsed_value_is_held_to_the_domain_of_dumps(
+    store, snapshot, value, code, pointer, key
+):
+    """Issue 23: a dict or list is refused where evstore.dumps refuses it, typed, at its pointer."""
+    before = snapshot(store)
+    with pytest.raises(evstore.InputError) as ei:
+        store.ingest(value)
+    err = ei.value
+    assert (err.code, err.pointer) == (code, pointer), err
+    assert err.details.get("key") == key
+    assert snapshot(store) == before  # nothing written
+    with pytest.raises((evstore.InputError, TypeError)):
+        evstore.dumps(value)  # the same domain as the canonical form's
+    if code.startswith("json."):  # validate lists the fault instead of raising it
+        report = store.validate(value)
+        assert [(f.code, f.pointer) for f in report.faults] == [(code, pointer)]
+    else:
+        with pytest.raises(evstore.InputError) as vi:
+            store.validate(value)
+        assert (vi.value.code, vi.value.pointer) == (code, pointer)
+    assert snapshot(store) == before
+
+
+def test_ingest_of_a_parsed_value_stores_its_canonical_form(store):
+    value = {"b": [1, 2.5, None, True], "a": {"é": "\U0001f600"}}
+    (res,) = store.ingest(value).results
+    assert store.get(res.digest.address) == evstore.dumps(value)
+    assert store.load(res.digest.address) == value
 
 
 def test_ingest_generator_streams_in_one_transaction(store, snapshot, monkeypatch):

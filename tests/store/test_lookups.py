@@ -135,6 +135,22 @@ def test_cli_find_malformed_digest_is_not_not_found(store_url):
     assert json.loads(r.stdout)["error"]["code"] == "not-found.artifact"
 
 
+def test_cli_find_takes_every_spelling_of_a_stored_quote_sha256(store, store_url):
+    """Issue 23's report: an uppercase digest must find what its lowercase spelling finds."""
+    from click.testing import CliRunner
+
+    from evstore.cli.main import cli
+
+    address = fragment_with_source(store, "D").results[0].digest.address
+    hex_ = hashlib.sha256(b"hello").hexdigest()
+    b64 = base64.urlsafe_b64encode(bytes.fromhex(hex_)).rstrip(b"=").decode()
+    for spelling in (hex_, hex_.upper(), "SHA256:" + hex_.upper(), "Sha256:" + b64):
+        for args in (["--quote-sha256", spelling], ["--attr", f"quote_sha256={spelling}"]):
+            r = CliRunner().invoke(cli, ["--store", store_url, "--json", "find", *args])
+            assert r.exit_code == 0, (spelling, r.output)
+            assert [a["address"] for a in json.loads(r.stdout)["artifacts"]] == [address]
+
+
 def test_run_lookup_normalises_the_address_case(store):
     with pytest.raises(evstore.EvstoreError) as info:
         store.find("run", "blake3:" + "a" * 63)
