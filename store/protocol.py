@@ -109,7 +109,7 @@ class PackagesProtocol(Protocol):
 
 
 class ContextsProtocol(Protocol):
-    """``store.contexts`` (notarius v1; docs/contexts.md)."""
+    """``store.contexts`` (notarius v1; docs/bundle.md)."""
 
     def excerpt(
         self, source_ref: str, ranges: Sequence[tuple[int, int]], window: int
@@ -151,7 +151,7 @@ class RunsProtocol(Protocol):
 
 
 class RetentionProtocol(Protocol):
-    """``store.retention``: roots, leases and gc (docs/retention.md); audits are local only."""
+    """``store.retention``: roots, leases and gc (docs/http.md#retention); audits are local only."""
 
     def rooting(self, root: str = "default", actor: str = "local") -> AbstractContextManager[Any]:
         """A context in which writes root what they store under ``root``."""
@@ -199,7 +199,7 @@ class StoreProtocol(Protocol):
     """What every evstore store does, local or remote (``evstore.open`` returns one).
 
     Sizes are in bytes; a ref is a content ref in any accepted form (``blake3:``, ``sha256:``
-    hex or base64url, ``object-store:sha256:``; docs/refs). Each method raises the typed
+    hex or base64url, ``object-store:sha256:``; evstore.core.refs). Each method raises the typed
     errors its :class:`~evstore.Store` counterpart documents, with the same code and
     pointer; a remote store adds the ``remote.*`` codes of docs/http.md#the-client. Every
     method raises RuntimeError once the store is closed.
