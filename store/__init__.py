@@ -6,9 +6,10 @@
     ...     store.get(put.digest.address)
     b'hello'
 
-The public surface is this module: :func:`open`, :class:`Store`, the schema commands
-(:func:`init`, :func:`migrate`), the value types, the kind and JSON helpers the CLI uses,
-and the error tree (see evstore.core.errors). Everything else is internal.
+The public surface is this module: :func:`open`, :class:`Store`, :class:`StoreProtocol`
+(what a local Store and a RemoteStore both do), the schema commands (:func:`init`,
+:func:`migrate`), the value and result types, the kind and JSON helpers the CLI uses, and
+the error tree (see evstore.core.errors). Everything else is internal.
 
 The HTTP server's names (:func:`create_app`, :func:`serve`, ``ServerLimits``) come from the
 evstore.server package, a layer above this one that imports this module: they are left out
@@ -28,7 +29,9 @@ if TYPE_CHECKING:
     from .archive.layout import Limits as ArchiveLimits
     from .archive.ops import export_archive, import_archive, verify_archive
     from .contracts.fragments.rules import scope_from_parts as fragment_scope
+    from .contracts.fragments.store import PortableFragmentOps
     from .contracts.manifests.rules import manifest_address
+    from .contracts.manifests.store import PortableManifestOps
     from .contracts.packages.rules import normalize_uuid
     from .contracts.packages.rules_context import context_size as package_context_size
     from .core.canonical import dumps, loads
@@ -47,14 +50,24 @@ if TYPE_CHECKING:
         error,
     )
     from .core.refs import ContentRef, parse_ref
+    from .core.results import (
+        ArtifactInfo,
+        ArtifactResult,
+        Closure,
+        Document,
+        Excerpt,
+        GcReport,
+        IngestReport,
+        PutResult,
+        RunReport,
+    )
     from .db.revisions import head_revision
     from .facade.api import Store
     from .log.ops import LogOps
     from .log.ops import verify_proof as verify_log_proof
-    from .objects.artifacts import ArtifactInfo, ArtifactResult, Document, IngestReport
-    from .objects.blobs import PutResult
     from .objects.kinds import check_kind, kind_page, known_kinds
     from .objects.leases import current_root, rooting
+    from .protocol import StoreProtocol
     from .read.describe import describe_artifact, object_head
     from .read.review import bindings_of_fragment, edges_from, kind_counts, verify_now
 
@@ -66,26 +79,33 @@ if TYPE_CHECKING:
 #: public name differs from the module's own.
 _SOURCES: dict[str, str] = {
     "ArchiveLimits": "archive.layout:Limits",
-    "ArtifactInfo": "objects.artifacts",
-    "ArtifactResult": "objects.artifacts",
+    "ArtifactInfo": "core.results",
+    "ArtifactResult": "core.results",
     "BindingConflict": "core.errors",
+    "Closure": "core.results",
     "ContentRef": "core.refs",
     "ContractError": "core.errors",
     "CorruptionError": "core.errors",
     "Digest": "core.digests",
-    "Document": "objects.artifacts",
+    "Document": "core.results",
     "EvstoreError": "core.errors",
+    "Excerpt": "core.results",
     "Faults": "core.errors",
-    "IngestReport": "objects.artifacts",
+    "GcReport": "core.results",
+    "IngestReport": "core.results",
     "InputError": "core.errors",
     "JSONFormError": "core.errors",
     "LogOps": "log.ops",
     "NotFound": "core.errors",
-    "PutResult": "objects.blobs",
+    "PortableFragmentOps": "contracts.fragments.store",
+    "PortableManifestOps": "contracts.manifests.store",
+    "PutResult": "core.results",
     "RefSyntaxError": "core.errors",
     "RemoteStore": "client",
+    "RunReport": "core.results",
     "ServerLimits": "server.limits:Limits",
     "Store": "facade.api",
+    "StoreProtocol": "protocol",
     "StoreStateError": "core.errors",
     "bindings_of_fragment": "read.review",
     "check_kind": "objects.kinds",
@@ -128,23 +148,30 @@ __all__ = [
     "ArtifactInfo",
     "ArtifactResult",
     "BindingConflict",
+    "Closure",
     "ContentRef",
     "ContractError",
     "CorruptionError",
     "Digest",
     "Document",
     "EvstoreError",
+    "Excerpt",
     "Faults",
+    "GcReport",
     "IngestReport",
     "InputError",
     "JSONFormError",
     "LogOps",
     "NotFound",
+    "PortableFragmentOps",
+    "PortableManifestOps",
     "PutResult",
     "RefSyntaxError",
     "RemoteStore",
+    "RunReport",
     "ServerLimits",
     "Store",
+    "StoreProtocol",
     "StoreStateError",
     "bindings_of_fragment",
     "check_kind",

@@ -114,12 +114,12 @@ def backend(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-@pytest.fixture
-def store_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """URL of a fresh, migrated, empty store on the current backend."""
+def _fresh_url(backend: str, request: pytest.FixtureRequest, directory: Path) -> str:
+    """URL of a fresh, migrated, empty store on ``backend`` (a SQLite file in ``directory``);
+    a PostgreSQL database is dropped when ``request``'s scope ends."""
     if backend == "sqlite":
         template = request.getfixturevalue("sqlite_template")
-        path = tmp_path / "store.db"
+        path = directory / "store.db"
         shutil.copyfile(template, path)
         return f"sqlite:///{path}"
     template = request.getfixturevalue("pg_template")
@@ -127,6 +127,19 @@ def store_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> s
     _pg_exec(f"CREATE DATABASE {name} TEMPLATE {template}")
     request.addfinalizer(lambda: _pg_exec(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
     return _pg_url(name)
+
+
+@pytest.fixture
+def store_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """URL of a fresh, migrated, empty store on the current backend."""
+    return _fresh_url(backend, request, tmp_path)
+
+
+@pytest.fixture(scope="session")
+def fresh_store_url():
+    """`fresh_store_url(backend, request, directory)` -> a fresh store's URL, for fixtures of a
+    wider scope than `store_url` (tests/behaviour/ builds one store per module)."""
+    return _fresh_url
 
 
 @pytest.fixture

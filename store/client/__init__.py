@@ -1,9 +1,10 @@
 """The client of a store served over HTTP (``evstore serve``): :class:`RemoteStore`.
 
-``evstore.open("http(s)://HOST:PORT[/NAME]", token=...)`` returns one. This package sits
-above the facade: it uses evstore's public names and the pure base modules (digests, refs,
-canonical JSON, errors), never the database. docs/http.md#the-client describes retries and
-verification.
+``evstore.open("http(s)://HOST:PORT[/NAME]", token=...)`` returns one; it implements
+:class:`evstore.StoreProtocol` as a local Store does. This package sits above the facade: it
+uses evstore's public names and the pure base modules (digests, refs, canonical JSON, errors,
+the result types, the ingest input reader), never the database. docs/http.md#the-client
+describes retries and verification.
 """
 
 from __future__ import annotations

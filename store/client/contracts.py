@@ -1,9 +1,12 @@
-"""The contract read namespaces of a :class:`~evstore.client.remote.RemoteStore`.
+"""The contract namespaces of a :class:`~evstore.client.remote.RemoteStore`.
 
-Each method answers as the local namespace's (store/contracts/fragments/store.py, manifests.py,
-packages.py,
-contexts.py, runs.py) over the contract routes of docs/http.md, and checks what it can
-against bytes it verified itself:
+Each class implements its namespace protocol of :class:`evstore.StoreProtocol`
+(store/protocol.py) and returns the library's result types (store/core/results.py). The
+operations written against the protocol alone are the library's own, inherited
+(:class:`~evstore.contracts.fragments.store.PortableFragmentOps`: ``ingest_source``, ``find``;
+:class:`~evstore.contracts.manifests.store.PortableManifestOps`: ``find``, ``load``,
+``content``); the others call the contract routes of docs/http.md and check what they can
+against bytes verified here:
 
 * ``fragments.quote``: the quoted bytes must hash to the fragment's ``quote_sha256`` (the
   fragment itself is fetched by its ref and verified) and span its offsets.
@@ -22,26 +25,23 @@ import io
 import os
 import tarfile
 import urllib.parse
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from .. import ArtifactResult, Document
+from .. import PortableFragmentOps, PortableManifestOps
 from ..core.canonical import dumps, loads
 from ..core.digests import Digest, digest_bytes
 from ..core.errors import EvstoreError, error
 from ..core.refs import parse_ref
+from ..core.results import ArtifactInfo, ArtifactResult, Closure, Excerpt, RunReport
 from .http import unsupported
 from .retention import root_params
-from .shapes import artifact_info
 
 __all__ = [
-    "RemoteClosure",
     "RemoteContexts",
-    "RemoteExcerpt",
     "RemoteFragments",
     "RemoteManifests",
     "RemotePackages",
-    "RemoteRunReport",
     "RemoteRuns",
 ]
 
@@ -62,43 +62,23 @@ class _Namespace:
     def __init__(self, store: Any) -> None:
         self.store = store
 
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        raise unsupported(f"{self.area}.{name}")
+    if not TYPE_CHECKING:  # hidden from mypy, which would let it stand for any member
+
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("_"):
+                raise AttributeError(name)
+            raise unsupported(f"{self.area}.{name}")
 
 
-class RemoteFragments(_Namespace):
-    """``store.fragments`` of a remote store: quote, by_document, sources."""
+class RemoteFragments(_Namespace, PortableFragmentOps):
+    """``store.fragments`` of a remote store.
+
+    ``ingest_source`` (the library's record, ingested on the server with the bytes supplied:
+    one transaction there) and ``find`` are inherited; quote, by_document and sources call
+    the fragment routes.
+    """
 
     area = "fragments"
-
-    def ingest_source(
-        self,
-        data: bytes,
-        document_id: str,
-        fragment_id: str,
-        revision_checksum: str | None = None,
-        *,
-        name: str = "-",
-    ) -> Any:
-        """Register content bytes of a fragment pair: the local method's record, ingested
-        on the server with the bytes supplied (one transaction there). Raises as locally.
-        """  # noqa: D205
-        raw = bytes(data)
-        record: dict[str, Any] = {
-            "document_id": document_id,
-            "fragment_id": fragment_id,
-            "content_sha256": hashlib.sha256(raw).hexdigest(),
-        }
-        if revision_checksum is not None:
-            record["revision_checksum"] = revision_checksum
-        try:
-            canonical = dumps(record)
-        except (TypeError, EvstoreError):
-            raise error("fragment.shape", "document_id and fragment_id must be strings") from None
-        doc = Document(canonical, name=name, kind="fragment-source")
-        return self.store.ingest([doc], supplied=[raw]).results[0]
 
     def quote(self, ref: str) -> bytes:
         """The exact quoted bytes of a stored fragment (``GET /v1/fragments/{ref}/quote``).
@@ -120,53 +100,30 @@ class RemoteFragments(_Namespace):
             raise _mismatch(self.store, f"the quote received for {ref} is not its quote", ref=ref)
         return data
 
-    def by_document(self, document_id: str) -> list[Any]:
+    def by_document(self, document_id: str) -> list[ArtifactInfo]:
         """Stored fragments of one document_id, oldest first (``GET /v1/fragments``)."""
         out = self.store.http.json("GET", "v1/fragments", params={"document_id": document_id})
-        return [artifact_info(r) for r in out["fragments"]]
+        return [ArtifactInfo.from_dict(r) for r in out["fragments"]]
 
-    def sources(self, document_id: str, fragment_id: str) -> list[Any]:
+    def sources(self, document_id: str, fragment_id: str) -> list[ArtifactInfo]:
         """The ``fragment-source`` records of a pair (``GET /v1/fragment-sources``)."""
         out = self.store.http.json(
             "GET",
             "v1/fragment-sources",
             params={"document_id": document_id, "fragment_id": fragment_id},
         )
-        return [artifact_info(r) for r in out["sources"]]
-
-    def find(self, quote_sha256: str) -> list[Any]:
-        """Stored fragments whose quote_sha256 is ``quote_sha256`` (oldest first)."""
-        return self.store.find("quote_sha256", quote_sha256, kind="fragment")
+        return [ArtifactInfo.from_dict(r) for r in out["sources"]]
 
 
-class RemoteManifests(_Namespace):
-    """``store.manifests`` of a remote store: find, load, content (all verified here)."""
+class RemoteManifests(_Namespace, PortableManifestOps):
+    """``store.manifests`` of a remote store: find, load, content, all inherited.
+
+    ``content`` finds the manifest by its ``manifest/ref``, fetches it and verifies it by
+    address, then fetches its ``content/ref`` and verifies it by digest: no trust in the
+    server.
+    """
 
     area = "manifests"
-
-    def find(self, manifest_ref: str) -> list[Any]:
-        """Stored manifests with this ``manifest/ref``, oldest first."""
-        return self.store.find("manifest_ref", manifest_ref, kind="manifest")
-
-    def load(self, manifest_ref: str) -> dict[str, Any]:
-        """The stored manifest with this ``manifest/ref``, parsed (bytes verified).
-
-        Raises:
-            NotFound: ``not-found.artifact`` when no manifest has that ref.
-        """
-        found = self.find(manifest_ref)
-        if not found:
-            raise error(
-                "not-found.artifact",
-                f"no manifest with manifest/ref {manifest_ref!r}",
-                manifest_ref=manifest_ref,
-            )
-        loaded: dict[str, Any] = self.store.load(found[0].address)
-        return loaded
-
-    def content(self, manifest_ref: str) -> bytes:
-        """The rendered content of the stored manifest, fetched by its content/ref, verified."""
-        return self.store.get(self.load(manifest_ref)["content/ref"])
 
 
 class RemotePackages(_Namespace):
@@ -203,25 +160,20 @@ class RemotePackages(_Namespace):
         return data
 
 
-@dataclass(frozen=True)
-class RemoteExcerpt:
-    """An excerpt as the local ``contexts.excerpt_bytes`` gives it: units, bytes, digest."""
-
-    units: list[dict[str, Any]]
-    data: bytes
-    digest: Digest
-
-
 class RemoteContexts(_Namespace):
     """``store.contexts`` of a remote store: excerpt, excerpt_bytes."""
 
     area = "contexts"
 
-    def excerpt(self, source_ref: str, ranges: Any, window: int) -> list[dict[str, Any]]:
+    def excerpt(
+        self, source_ref: str, ranges: Sequence[tuple[int, int]], window: int
+    ) -> list[dict[str, Any]]:
         """The units selected from a stored source document (notarius v1 selection rule)."""
         return self.excerpt_bytes(source_ref, ranges, window).units
 
-    def excerpt_bytes(self, source_ref: str, ranges: Any, window: int) -> RemoteExcerpt:
+    def excerpt_bytes(
+        self, source_ref: str, ranges: Sequence[tuple[int, int]], window: int
+    ) -> Excerpt:
         """``GET /v1/contexts/{ref}/excerpt?range=S:E&window=N``; the bytes made here."""
         parse_ref(source_ref)
         params = [("range", f"{a}:{b}") for a, b in ranges] + [("window", str(window))]
@@ -233,37 +185,7 @@ class RemoteContexts(_Namespace):
         digest = digest_bytes(data)
         if digest.address != out.get("address"):
             raise _mismatch(self.store, f"the excerpt of {source_ref} is not its address")
-        return RemoteExcerpt(units, data, digest)
-
-
-@dataclass
-class RemoteClosure:
-    """A closure as the server walked and verified it (the local ``Closure``'s shape)."""
-
-    root: str
-    items: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """True when every object is present and intact."""
-        return all(item["ok"] for item in self.items)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {"ok": self.ok, "root": self.root, "objects": len(self.items), "items": self.items}
-
-
-@dataclass
-class RemoteRunReport:
-    """What ingesting a bundle did (the local ``RunReport``'s shape)."""
-
-    record: Any
-    files: dict[str, Any]
-    tree: dict[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {"ok": True, "run": self.record.to_dict(), "files": self.files, "record": self.tree}
+        return Excerpt(units, data, digest)
 
 
 def _bundle_tar(directory: str) -> bytes:
@@ -299,15 +221,22 @@ class RemoteRuns(_Namespace):
         rows: list[dict[str, Any]] = out["refs"]
         return rows
 
-    def closure(self, ref: str) -> RemoteClosure:
+    def closure(self, ref: str) -> Closure:
         """Everything ``ref`` needs, verified by the server (``GET /v1/closure/{ref}``)."""
         parse_ref(ref)
         out = self.store.http.json("GET", f"v1/closure/{_seg(ref)}")
-        return RemoteClosure(str(out["root"]), list(out["items"]))
+        try:
+            return Closure.from_dict(out)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise self.store.http.protocol(f"closure {ref}: the answer is not a closure") from None
 
     def ingest_bundle(
-        self, directory: str, *, source_document: str | None = None, progress: Any = None
-    ) -> RemoteRunReport:
+        self,
+        directory: str | os.PathLike[str],
+        *,
+        source_document: str | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> RunReport:
         """Send the bundle DIRECTORY as a tar (``POST /v1/bundles``); one transaction there."""
         params = {"source_document": source_document} if source_document else {}
         params.update(root_params())
@@ -316,7 +245,7 @@ class RemoteRuns(_Namespace):
             "v1/bundles",
             idempotent=False,
             params=params,
-            body=lambda: _bundle_tar(directory),
+            body=lambda: _bundle_tar(os.fspath(directory)),
             headers={"Content-Type": "application/x-tar"},
         )
         run = dict(out["run"])
@@ -324,4 +253,4 @@ class RemoteRuns(_Namespace):
         stat = self.store.stat(digest.address)
         digest = Digest(digest.blake3, str(stat["sha256"]).removeprefix("sha256:"), digest.size)
         record = ArtifactResult(digest, str(run.pop("kind")), bool(run.pop("new")), (), run)
-        return RemoteRunReport(record, dict(out["files"]), dict(out["record"]))
+        return RunReport(record, dict(out["files"]), dict(out["record"]))

@@ -1,9 +1,9 @@
 """A store served over HTTP (API v1, docs/http.md), with the methods of a local :class:`Store`.
 
-``evstore.open("http://127.0.0.1:8080/acme", token=...)`` returns a :class:`RemoteStore`. Its
-methods take the same arguments and return the same shapes as :class:`evstore.Store`'s, and
-raise the same typed errors (rebuilt from the server's problem documents), so a program or
-the CLI uses either alike.
+``evstore.open("http://127.0.0.1:8080/acme", token=...)`` returns a :class:`RemoteStore`. It
+implements :class:`evstore.StoreProtocol` (store/protocol.py) as :class:`evstore.Store` does:
+the same arguments, the same result types (store/core/results.py) and the same typed errors
+(rebuilt from the server's problem documents), so a program or the CLI uses either alike.
 
 The client trusts nothing the server says about bytes: every object it receives is hashed
 and compared with the ref it asked for (BLAKE3 or SHA-256, as the ref says), whatever the
@@ -26,25 +26,36 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO
 
 import httpx
 
-from .. import ArtifactInfo, ArtifactResult, Document, IngestReport, PutResult
 from ..core.canonical import dumps, loads
 from ..core.digests import Digest, Hasher, digest_bytes
+from ..core.documents import as_documents
 from ..core.errors import EvstoreError, error
 from ..core.refs import ContentRef, parse_ref, parse_refs
-from .contracts import (
-    RemoteContexts,
-    RemoteFragments,
-    RemoteManifests,
-    RemotePackages,
-    RemoteRuns,
+from ..core.results import (
+    ArtifactInfo,
+    ArtifactResult,
+    Document,
+    IngestReport,
+    PutResult,
+    Warning_,
 )
 from .http import DEFAULT_TIMEOUT, Http, RetryPolicy, rebuild_error, unsupported
 from .retention import RemoteRetention, root_params
-from .shapes import RemoteWarning, artifact_info, forms_digest, warning_dicts
+from .shapes import forms_digest, warning_dicts
+
+if TYPE_CHECKING:
+    from .. import StoreProtocol
+    from .contracts import (
+        RemoteContexts,
+        RemoteFragments,
+        RemoteManifests,
+        RemotePackages,
+        RemoteRuns,
+    )
 
 __all__ = ["PAGE", "RemoteStore", "unsupported"]
 
@@ -103,49 +114,6 @@ def _object_path(ref: str, suffix: str = "") -> str:
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
-
-
-def _document(item: Any, index: int) -> Document:
-    """One item of an ingest input as a :class:`Document` (read now)."""
-    if isinstance(item, Document):
-        return item
-    if isinstance(item, (bytes, bytearray, memoryview)):
-        return Document(bytes(item))
-    if isinstance(item, os.PathLike):
-        try:
-            return Document(Path(item).read_bytes(), name=os.fspath(item))
-        except OSError as exc:
-            raise error(
-                "input.unreadable", f"cannot read {os.fspath(item)}: {exc.strerror}"
-            ) from None
-    raise error(
-        "input.invalid",
-        f"item {index} is a {type(item).__name__}: give Documents, bytes or paths",
-        item=index,
-    )
-
-
-def _documents(docs: Any) -> Iterator[Document]:
-    """The documents of an ingest/validate input, as :meth:`Store.ingest` reads them."""
-    if isinstance(docs, (dict, list)) and not (
-        isinstance(docs, list) and all(isinstance(d, Document) for d in docs)
-    ):
-        try:
-            yield Document(dumps(docs))
-        except (TypeError, ValueError):
-            raise error("input.invalid", "the value is not JSON") from None
-        return
-    if isinstance(docs, (Document, bytes, bytearray, memoryview, os.PathLike)):
-        yield _document(docs, 0)
-        return
-    if isinstance(docs, (str, int, float, bool)) or docs is None or not isinstance(docs, Iterable):
-        raise error(
-            "input.invalid",
-            f"cannot ingest a {type(docs).__name__}: give a Document, a dict or list (a parsed "
-            "JSON value), JSON text as bytes, a pathlib.Path, or an iterable of Documents",
-        )
-    for i, item in enumerate(docs):
-        yield _document(item, i)
 
 
 def _chunked(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -515,13 +483,13 @@ class RemoteStore:
             address = str(a.pop("address"))
             kind = str(a.pop("kind"))
             new = bool(a.pop("new"))
-            warns = tuple(RemoteWarning(**w) for w in warning_dicts(a.pop("warnings", [])))
+            warns = tuple(Warning_.from_dict(w) for w in a.pop("warnings", None) or [])
             found = known.get(address)
             # An artifact the input holds inside another (a batch, a bundle): ask its stat.
             digest = forms_digest(self.stat(address)) if found is None else found
             if a.get("size") == digest.size:
                 del a["size"]  # else a kind's own "size" (e.g. a source's content size)
-            results.append(ArtifactResult(digest, kind, new, warns, a))  # type: ignore[arg-type]
+            results.append(ArtifactResult(digest, kind, new, warns, a))
         faults = [rebuild_error(f) for f in out.get("faults") or []]
         return IngestReport(results, faults, int(out.get("documents", len(docs))))
 
@@ -544,7 +512,7 @@ class RemoteStore:
         self._live()
         if batch is not None and batch < 1:
             raise error("input.invalid", f"batch size must be at least 1, not {batch}")
-        chunks = _chunked(_documents(docs), batch) if batch else iter([list(_documents(docs))])
+        chunks = _chunked(as_documents(docs), batch) if batch else iter([list(as_documents(docs))])
         total = IngestReport()
         done = 0
         for n, chunk in enumerate(chunks):
@@ -585,7 +553,7 @@ class RemoteStore:
         /v1/validate``).
         """  # noqa: D205
         self._live()
-        chunk = list(_documents(docs))
+        chunk = list(as_documents(docs))
         parsed, bad = self._parse(chunk)
         if bad and not parsed:  # nothing left to send
             return IngestReport([], list(bad), len(chunk))
@@ -631,7 +599,7 @@ class RemoteStore:
             raise self.http.protocol("GET v1/find: the answer holds no artifacts list")
         for r in rows:
             self._warned[str(r["address"])] = warning_dicts(r.get("warnings"))
-        return [artifact_info(r) for r in rows]
+        return [ArtifactInfo.from_dict(r) for r in rows]
 
     def ls(
         self, kind: str | None = None, *, attr: tuple[str, str] | None = None
@@ -644,7 +612,7 @@ class RemoteStore:
         rows = out.get("artifacts") if isinstance(out, dict) else None
         if not isinstance(rows, list):
             raise self.http.protocol("GET v1/artifacts: the answer holds no artifacts list")
-        return [artifact_info(r) for r in rows]
+        return [ArtifactInfo.from_dict(r) for r in rows]
 
     def _pages(self, params: dict[str, Any], limit: int | None) -> Iterator[dict[str, Any]]:
         """Every item of ``GET /v1/ls`` with ``params``, page by page (at most ``limit``)."""
@@ -687,7 +655,7 @@ class RemoteStore:
         params: dict[str, Any] = {"after": after}
         if kind is not None:
             params["kind"] = kind
-        return (artifact_info(d) for d in self._pages(params, limit))
+        return (ArtifactInfo.from_dict(d) for d in self._pages(params, limit))
 
     def iter_blobs(
         self, *, after: str | None = None, limit: int | None = None
@@ -718,11 +686,13 @@ class RemoteStore:
         return loads(self.get(ref))
 
     # -- what needs the database ----------------------------------------------------------
-    def __getattr__(self, name: str) -> Any:
-        """Any other :class:`Store` attribute: ``remote.unsupported`` naming it."""
-        if name.startswith("_"):
-            raise AttributeError(name)
-        raise unsupported(name)
+    if not TYPE_CHECKING:  # hidden from mypy, which would let it stand for any member
+
+        def __getattr__(self, name: str) -> Any:
+            """Any other :class:`Store` attribute: ``remote.unsupported`` naming it."""
+            if name.startswith("_"):
+                raise AttributeError(name)
+            raise unsupported(name)
 
     def check(self, *args: Any, **kw: Any) -> Any:
         """``remote.unsupported``: check runs beside the database."""
@@ -748,39 +718,55 @@ class RemoteStore:
         """``remote.unsupported``: no read snapshot spans requests."""
         raise unsupported("transaction")
 
-    # -- contract namespaces --------------------------------------------------------------
+    # -- contract namespaces (store/client/contracts.py, imported on first use) ------------
     @property
-    def fragments(self) -> Any:
-        """Fragment reads over HTTP (store/client/contracts.py)."""
+    def fragments(self) -> RemoteFragments:
+        """Fragment operations over HTTP (:class:`evstore.protocol.FragmentsProtocol`)."""
         self._live()
+        from .contracts import RemoteFragments
+
         return RemoteFragments(self)
 
     @property
-    def manifests(self) -> Any:
-        """Manifest reads over HTTP."""
+    def manifests(self) -> RemoteManifests:
+        """Manifest reads over HTTP (:class:`evstore.protocol.ManifestsProtocol`)."""
         self._live()
+        from .contracts import RemoteManifests
+
         return RemoteManifests(self)
 
     @property
-    def packages(self) -> Any:
-        """Package reads over HTTP."""
+    def packages(self) -> RemotePackages:
+        """Package reads over HTTP (:class:`evstore.protocol.PackagesProtocol`)."""
         self._live()
+        from .contracts import RemotePackages
+
         return RemotePackages(self)
 
     @property
-    def contexts(self) -> Any:
-        """Evidence-context reads over HTTP."""
+    def contexts(self) -> RemoteContexts:
+        """Evidence-context reads over HTTP (:class:`evstore.protocol.ContextsProtocol`)."""
         self._live()
+        from .contracts import RemoteContexts
+
         return RemoteContexts(self)
 
     @property
-    def retention(self) -> Any:
+    def retention(self) -> RemoteRetention:
         """Roots and gc over HTTP (store/client/retention.py); audits stay local."""
         self._live()
         return RemoteRetention(self)
 
     @property
-    def runs(self) -> Any:
-        """Run records and lineage over HTTP."""
+    def runs(self) -> RemoteRuns:
+        """Run records and lineage over HTTP (:class:`evstore.protocol.RunsProtocol`)."""
         self._live()
+        from .contracts import RemoteRuns
+
         return RemoteRuns(self)
+
+
+if TYPE_CHECKING:
+
+    def _conforms(store: RemoteStore) -> StoreProtocol:  # mypy: RemoteStore is a StoreProtocol
+        return store

@@ -1,41 +1,12 @@
-"""JSON answers of HTTP API v1 turned back into the value types of a local store."""
+"""JSON answers of HTTP API v1 read back into the library's values (store/core/results.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .. import ArtifactInfo
 from ..core.digests import Digest
 
-__all__ = ["RemoteWarning", "artifact_info", "forms_digest", "warning_dicts"]
-
-
-class RemoteWarning:
-    """A warning recorded with an artifact, as the server reported it (code, message, pointer)."""
-
-    __slots__ = ("code", "message", "pointer")
-
-    def __init__(self, code: str, message: str, pointer: str = "") -> None:
-        self.code = code
-        self.message = message
-        self.pointer = pointer
-
-    def to_dict(self) -> dict[str, str]:
-        """JSON-ready form (as the local store's)."""
-        return {"code": self.code, "message": self.message, "pointer": self.pointer}
-
-
-def artifact_info(d: dict[str, Any]) -> ArtifactInfo:
-    """The :class:`~evstore.ArtifactInfo` of an artifact listed by the server."""
-    size = d.get("size")
-    return ArtifactInfo(
-        str(d["address"]),
-        str(d["kind"]),
-        str(d.get("contract_version", "")),
-        str(d.get("accepted_at", "")),
-        None if size is None else int(size),
-        d.get("damage"),
-    )
+__all__ = ["forms_digest", "warning_dicts"]
 
 
 def warning_dicts(items: Any) -> list[dict[str, str]]:

@@ -12,14 +12,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..core.digests import Digest
-from ..core.errors import EvstoreError, error
+from ..core.errors import error
+from ..core.results import ArtifactInfo, ArtifactResult, Document, IngestReport, Warning_
 from ..db.tables import artifacts, attrs, blobs, edges, warnings
 from .blobs import put_many
 from .leases import hold, note_artifacts, step
@@ -45,83 +44,6 @@ __all__ = [
     "warnings_of",
     "with_attr",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Warning_:
-    """A warning recorded with an accepted artifact: stable ``code``, ``message``, ``pointer``."""
-
-    code: str
-    message: str
-    pointer: str = ""
-
-    def to_dict(self) -> dict[str, str]:
-        """JSON-ready form."""
-        return {"code": self.code, "message": self.message, "pointer": self.pointer}
-
-
-@dataclass(frozen=True, slots=True)
-class ArtifactResult:
-    """What storing an artifact did.
-
-    Attributes:
-        digest: the canonical bytes' :class:`~evstore.core.digests.Digest` (address = its blake3).
-        kind: the registry kind name.
-        new: True when this (address, kind) was not stored before.
-        warnings: warnings recorded with it.
-        info: kind-specific facts for the caller's report (JSON-ready).
-    """
-
-    digest: Digest
-    kind: str
-    new: bool
-    warnings: tuple[Warning_, ...] = ()
-    info: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        out: dict[str, Any] = {
-            "address": self.digest.address,
-            "kind": self.kind,
-            "new": self.new,
-            "size": self.digest.size,
-        }
-        if self.warnings:
-            out["warnings"] = [w.to_dict() for w in self.warnings]
-        if self.info:
-            out.update(self.info)
-        return out
-
-
-@dataclass(frozen=True, slots=True)
-class ArtifactInfo:
-    """An artifact index row.
-
-    Address (``blake3:...``), kind, contract version, accepted_at (ISO 8601), size in bytes.
-    ``damage`` is None for a sound entry, or the ``check`` code of the damage a listing can
-    see without reading bytes (``check.artifact-without-blob``: the index row's blob row is
-    missing; ``size`` is then None). Listings show such an entry instead of hiding it.
-    """
-
-    address: str
-    kind: str
-    contract_version: str
-    accepted_at: str
-    size: int | None
-    damage: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``damage`` only when there is damage)."""
-        out: dict[str, Any] = {
-            "address": self.address,
-            "kind": self.kind,
-            "contract_version": self.contract_version,
-            "accepted_at": self.accepted_at,
-            "size": self.size,
-        }
-        if self.damage is not None:
-            out["damage"] = self.damage
-        return out
 
 
 def put_artifact(
@@ -421,44 +343,3 @@ def all_warnings(conn: Connection) -> list[dict[str, str]]:
         }
         for r in rows
     ]
-
-
-@dataclass(frozen=True)
-class Document:
-    """One JSON input: ``data`` (raw bytes, as read), its ``name`` (a path or "-") and ``kind``.
-
-    ``kind`` None means detect it (docs/kinds.md).
-    """
-
-    data: bytes
-    name: str = "-"
-    kind: str | None = None
-
-
-@dataclass
-class IngestReport:
-    """The result of :meth:`Store.ingest` / :meth:`Store.validate`.
-
-    Attributes:
-        results: one :class:`ArtifactResult` per stored artifact, in input order.
-        faults: every fault found (validate only; ingest raises the first instead).
-        documents: how many documents were read.
-    """
-
-    results: list[ArtifactResult] = field(default_factory=list)
-    faults: list[EvstoreError] = field(default_factory=list)
-    documents: int = 0
-
-    @property
-    def ok(self) -> bool:
-        """True when no fault was found."""
-        return not self.faults
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "ok": self.ok,
-            "documents": self.documents,
-            "artifacts": [r.to_dict() for r in self.results],
-            "faults": [f.to_dict() for f in self.faults],
-        }

@@ -27,6 +27,7 @@ from sqlalchemy.engine import Connection
 from ..core.digests import Digest, Hasher, digest_bytes
 from ..core.errors import CorruptionError, NotFound
 from ..core.refs import ContentRef
+from ..core.results import PutResult
 from ..db.engine import copy_rows, driver_rows
 from ..db.tables import blob_chunks, blobs
 from . import external
@@ -60,14 +61,6 @@ INLINE_MAX = 1 << 20
 #: Chunk size for larger blobs, in bytes.
 CHUNK_SIZE = 1 << 20
 _IN_BATCH = 500
-
-
-@dataclass(frozen=True, slots=True)
-class PutResult:
-    """What a put did: the blob's :class:`Digest`, and whether this call stored new bytes."""
-
-    digest: Digest
-    new: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
@@ -20,6 +19,7 @@ from sqlalchemy.engine import Connection
 
 from ..core.errors import NotFound
 from ..core.refs import parse_ref
+from ..core.results import Closure
 from ..db.tables import artifacts, edges
 from . import blobs
 from .artifacts import artifact_kinds
@@ -98,31 +98,6 @@ def referrers(conn: Connection, ref: str, *, transitive: bool = False) -> list[d
             break
         frontier, depth = step, depth + 1
     return out
-
-
-@dataclass
-class Closure:
-    """Everything an object needs, each object verified on read.
-
-    Attributes:
-        root: the object asked about (``blake3:...``).
-        items: one dict per object, root first, then breadth-first: ``address``, ``size``
-            (bytes), ``kinds`` (artifact kinds; empty for a plain blob), ``via`` (``{from,
-            role}`` of the edge that reached it; absent for the root), ``ok``, and ``error``
-            (the fault's dict) when not ok.
-    """
-
-    root: str
-    items: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """True when every object is present and its bytes match its address."""
-        return all(item["ok"] for item in self.items)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {"ok": self.ok, "root": self.root, "objects": len(self.items), "items": self.items}
 
 
 def closure(conn: Connection, ref: str) -> Closure:

@@ -32,13 +32,13 @@ import datetime as _dt
 import functools
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..core.errors import error
+from ..core.results import GcReport
 from ..db.transactions import Transactions
 from ..objects.external import (
     EXTERNAL,
@@ -88,55 +88,6 @@ _COLLECTABLE = (
     " AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.address = blobs.address"
     " AND l.expires_at > {now})"
 )
-
-
-@dataclass
-class GcReport:
-    """What a collection found or did.
-
-    Attributes:
-        dry_run: True when nothing was deleted (``gc --dry-run``).
-        objects: ``{"address": "blake3:...", "size": bytes}`` per object deleted (or, dry
-            run, that would be deleted), in deletion order.
-        batches: write transactions that deleted something.
-        rounds: passes over the garbage.
-        skipped: objects found collectable at first whose re-check kept them (a write
-            referred to, rooted or leased them meanwhile, or held their row).
-        seconds: wall time of the run.
-        vacuumed: True when SQLite's VACUUM ran afterwards (``--vacuum``).
-    """
-
-    dry_run: bool
-    objects: list[dict[str, Any]] = field(default_factory=list)
-    batches: int = 0
-    rounds: int = 0
-    skipped: int = 0
-    seconds: float = 0.0
-    vacuumed: bool = False
-
-    @property
-    def count(self) -> int:
-        """Objects deleted (or that would be)."""
-        return len(self.objects)
-
-    @property
-    def bytes(self) -> int:
-        """Bytes of blob content freed (or that would be)."""
-        return sum(int(o["size"]) for o in self.objects)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "dry_run": self.dry_run,
-            "count": self.count,
-            "bytes": self.bytes,
-            "batches": self.batches,
-            "rounds": self.rounds,
-            "skipped": self.skipped,
-            "seconds": round(self.seconds, 3),
-            "vacuumed": self.vacuumed,
-            "objects": self.objects,
-        }
 
 
 def garbage(conn: Connection, now: _dt.datetime | None = None) -> list[tuple[str, int]]:

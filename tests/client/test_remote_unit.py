@@ -746,3 +746,58 @@ def test_blob_listing_find_and_warnings_shapes():
         store.warnings(ADDRESS)
     with pytest.raises(evstore.NotFound):
         store.find("key", "k")
+
+
+def test_gc_and_closure_answers_are_the_library_types_and_their_json():
+    answer = {
+        "dry_run": True,
+        "count": 1,
+        "bytes": 6,
+        "batches": 0,
+        "rounds": 1,
+        "skipped": 0,
+        "seconds": 0.012,
+        "vacuumed": False,
+        "objects": [{"address": ADDRESS, "size": 6}],
+    }
+    seen = []
+    store, _ = remote(Script(httpx.Response(200, json=answer)))
+    report = store.retention.gc(dry_run=True, progress=lambda a, b: seen.append((a, b)))
+    assert isinstance(report, evstore.GcReport) and report.to_dict() == answer
+    assert json.dumps(report.to_dict()) == json.dumps(answer) and seen == [(1, 1)]
+    closure = {
+        "ok": True,
+        "root": ADDRESS,
+        "objects": 1,
+        "items": [{"address": ADDRESS, "ok": True}],
+    }
+    store, _ = remote(Script(httpx.Response(200, json=closure)))
+    got = store.runs.closure(ADDRESS)
+    assert isinstance(got, evstore.Closure) and got.to_dict() == closure
+    for bad, call in (
+        ({"dry_run": True}, lambda s: s.retention.gc()),
+        ({"root": ADDRESS}, lambda s: s.runs.closure(ADDRESS)),
+    ):
+        store, _ = remote(Script(httpx.Response(200, json=bad)))
+        with pytest.raises(evstore.StoreStateError) as exc:
+            call(store)
+        assert exc.value.code == "remote.protocol"
+
+
+def test_a_refused_until_is_at_the_document_root_as_locally():
+    refused = problem(
+        400,
+        "input.invalid",
+        "--until 'soon' is no time",
+        pointer="/until",
+        details={"until": "soon"},
+    )
+    store, _ = remote(Script(refused))
+    with pytest.raises(evstore.InputError) as exc:
+        store.retention.retain([ADDRESS], "keep", until="soon")
+    assert exc.value.pointer == "" and exc.value.details["until"] == "soon"
+    other = problem(400, "http.request", "m", pointer="/refs")
+    store, _ = remote(Script(other))
+    with pytest.raises(evstore.InputError) as exc:
+        store.retention.retain([ADDRESS], "keep")
+    assert exc.value.pointer == "/refs"

@@ -17,13 +17,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ...core.canonical import dumps, loads
-from ...core.digests import Digest, digest_bytes
+from ...core.digests import digest_bytes
 from ...core.errors import EvstoreError, Faults, error
 from ...core.refs import parse_ref
+from ...core.results import Excerpt
 from ...objects import blobs
 from ...objects.artifacts import ArtifactResult
 from ...objects.kinds import KindHandler
@@ -191,21 +191,6 @@ class SourceDocumentKind(KindHandler):
             self.name, self.contract_version, canonical, attrs=_source_attrs(doc)
         )
         return dataclasses.replace(result, info={"units": len(doc)})
-
-
-@dataclass(frozen=True)
-class Excerpt:
-    """An excerpt selected from a stored source document, with its byte form.
-
-    Attributes:
-        units: the payload (the selected units, in source position order).
-        data: its canonical bytes (RFC 8785, nothing appended): the form hosts compare.
-        digest: the digest of ``data`` (``digest.address`` is its BLAKE3 address).
-    """
-
-    units: list[dict[str, Any]]
-    data: bytes
-    digest: Digest
 
 
 class ContextOps:

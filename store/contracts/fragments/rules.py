@@ -21,13 +21,14 @@ runs only when every earlier one passed. Detection: :func:`detect`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...core.canonical import MAX_SAFE_INTEGER
+from ...core.canonical import MAX_SAFE_INTEGER, dumps
 from ...core.errors import EvstoreError, Faults, error, join_pointer
 from ...core.near import near_member, near_members
 from ...core.settings import setting
@@ -68,6 +69,7 @@ __all__ = [
     "scope_faults",
     "scope_from_parts",
     "scope_of",
+    "source_record",
     "validate",
     "validate_shape",
     "validate_source",
@@ -615,6 +617,33 @@ def validate_source(doc: Any) -> list[EvstoreError]:
     for name in sorted(k for k in doc if k not in SOURCE_FIELDS):
         faults.append(error(SHAPE, f"a source record has no member {name!r}", "/" + name))
     return faults
+
+
+def source_record(
+    data: bytes, document_id: str, fragment_id: str, revision_checksum: str | None = None
+) -> bytes:
+    """The canonical bytes (RFC 8785) of the ``fragment-source`` record of ``data``.
+
+    ``{"document_id", "fragment_id", "content_sha256"[, "revision_checksum"]}`` with
+    ``content_sha256`` the SHA-256 (64 lowercase hex) of ``data``: what ``ingest-source``
+    stores, locally or over HTTP. Only the types are checked here; the record's rules are
+    :func:`validate_source`'s, when it is ingested.
+
+    Raises:
+        FragmentError: ``fragment.shape`` when ``document_id`` or ``fragment_id`` (or
+            ``revision_checksum``) cannot be written as a JSON string.
+    """
+    record: dict[str, Any] = {
+        "document_id": document_id,
+        "fragment_id": fragment_id,
+        "content_sha256": hashlib.sha256(data).hexdigest(),
+    }
+    if revision_checksum is not None:
+        record["revision_checksum"] = revision_checksum
+    try:
+        return dumps(record)
+    except (TypeError, EvstoreError):
+        raise error(SHAPE, "document_id and fragment_id must be strings") from None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,7 +15,6 @@ This module holds the kind handlers ``fragment`` (:class:`FragmentKind`), ``frag
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +23,7 @@ from ...core.digests import digest_bytes
 from ...core.errors import EvstoreError, Faults, error, join_pointer
 from ...core.refs import parse_ref
 from ...objects import blobs as _blobs
-from ...objects.artifacts import ArtifactResult, Document
+from ...objects.artifacts import ArtifactInfo, ArtifactResult, Document
 from ...objects.kinds import KindHandler
 from .bindings import (
     ATTR_SOURCE_PAIR,
@@ -50,7 +49,6 @@ from .rules import (
     REVISION_MISMATCH,
     SCOPE_FIELDS,
     SCOPE_REUSE,
-    SHAPE,
     SOURCE_FIELDS,
     SOURCE_KIND,
     UNKNOWN_CONTENT,
@@ -61,6 +59,7 @@ from .rules import (
     revision_checksums,
     scope_from_parts,
     scope_of,
+    source_record,
     validate,
     validate_shape,
     validate_source,
@@ -75,6 +74,7 @@ __all__ = [
     "FragmentKind",
     "FragmentOps",
     "FragmentSourceKind",
+    "PortableFragmentOps",
     "audit_fragment",
     "register_command_sources",
 ]
@@ -422,8 +422,14 @@ class FragmentSourceKind(KindHandler):
         return faults
 
 
-class FragmentOps:
-    """Fragment operations on a Store (``store.fragments``): sources, ingest, quote, lists."""
+class PortableFragmentOps:
+    """The fragment operations written against :class:`evstore.StoreProtocol` alone.
+
+    They call only the protocol's ``ingest`` and ``find``, so they run unchanged on any store:
+    :class:`FragmentOps` (a local Store's ``store.fragments``) and the HTTP client's namespace
+    (store/client/contracts.py) both inherit them, and a remote ``ingest_source`` sends the very
+    record a local one stores.
+    """
 
     def __init__(self, store: Any) -> None:
         self.store = store
@@ -455,23 +461,23 @@ class FragmentOps:
                 ``fragment.source-encoding``. FragmentBindingError:
                 ``fragment.revision-mismatch``.
         """
-        document = Document
         raw = bytes(data)
-        record: dict[str, Any] = {
-            "document_id": document_id,
-            "fragment_id": fragment_id,
-            "content_sha256": hashlib.sha256(raw).hexdigest(),
-        }
-        if revision_checksum is not None:
-            record["revision_checksum"] = revision_checksum
-        try:
-            canonical = dumps(record)
-        except (TypeError, EvstoreError):
-            raise error(SHAPE, "document_id and fragment_id must be strings") from None
-        report = self.store.ingest(
-            [document(canonical, name=name, kind=SOURCE_KIND)], supplied=[raw]
-        )
-        return report.results[0]
+        record = source_record(raw, document_id, fragment_id, revision_checksum)
+        report = self.store.ingest([Document(record, name=name, kind=SOURCE_KIND)], supplied=[raw])
+        result: ArtifactResult = report.results[0]
+        return result
+
+    def find(self, quote_sha256: str) -> list[ArtifactInfo]:
+        """Stored fragments whose quote_sha256 is ``quote_sha256`` (oldest first)."""
+        return list(self.store.find("quote_sha256", quote_sha256, kind=FRAGMENT_KIND))
+
+
+class FragmentOps(PortableFragmentOps):
+    """Fragment operations on a Store (``store.fragments``): sources, ingest, quote, lists.
+
+    ``ingest_source`` and ``find`` are :class:`PortableFragmentOps`'; the others read the
+    database.
+    """
 
     def ingest(
         self,
@@ -566,10 +572,6 @@ class FragmentOps:
         Uses this store's ``fragments.revision_extension_keys`` setting.
         """
         return validate(doc, self.store.config(), kind=kind)
-
-    def find(self, quote_sha256: str) -> list[Any]:
-        """Stored fragments whose quote_sha256 is ``quote_sha256`` (oldest first)."""
-        return list(self.store.find("quote_sha256", quote_sha256, kind=FRAGMENT_KIND))
 
     def by_document(self, document_id: str) -> list[Any]:
         """Stored fragments of one document_id (oldest first)."""

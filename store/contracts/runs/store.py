@@ -14,12 +14,12 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from ...core.canonical import dumps
 from ...core.errors import EvstoreError, Faults, InputError, error, join_pointer
 from ...core.refs import parse_ref
+from ...core.results import RunReport
 from ...objects import blobs, lineage
 from ...objects.artifacts import ArtifactInfo, ArtifactResult
 from ...objects.kinds import KindHandler, get_handler, kind_record
@@ -67,25 +67,6 @@ class _Store(Protocol):
 
 
 # --------------------------------------------------------------------------- ingest
-
-
-@dataclass
-class RunReport:
-    """What :meth:`RunOps.ingest_bundle` did.
-
-    Attributes:
-        record: the run record's :class:`ArtifactResult` (``new`` False for a bundle seen before).
-        files: per logical file: its blob and, for an artifact, the kind's result.
-        tree: the run record itself.
-    """
-
-    record: ArtifactResult
-    files: dict[str, dict[str, Any]] = field(default_factory=dict)
-    tree: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {"ok": True, "run": self.record.to_dict(), "files": self.files, "record": self.tree}
 
 
 def _store_artifact(txn: Txn, f: BundleFile) -> ArtifactResult:
