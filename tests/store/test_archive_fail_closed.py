@@ -7,11 +7,12 @@ fresh store of the same backend.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
-from archive_helpers import Layout
+from archive_helpers import Layout, fresh_url
 
 import evstore
 from evstore.core.canonical import dumps
@@ -182,3 +183,102 @@ def test_optional_edges_are_accepted_as_exported(store, tmp_path):
     assert [(f.code, f.details.get("target")) for f in faults] == [
         ("archive.edges-mismatch", other.address)
     ]
+
+
+# --------------------------------------------------------------------------- import order
+
+
+MIXED = "aé€𝄞z".encode()
+SCOPE = {"host_id": "H1", "tenant_id": "T1", "authorization_scope_id": "A1"}
+
+
+def _frag(n: int, **over: object) -> dict:
+    """A fragment of identity (D, F, 1, 3); ``n`` varies its bytes (and so its address)."""
+    frag = {
+        "document_id": "D",
+        "fragment_id": "F",
+        "start_offset": 1,
+        "end_offset": 3,
+        "quote_sha256": hashlib.sha256(MIXED[1:3]).hexdigest(),
+        "extensions": {"x": {"n": n}},
+    }
+    frag.update(over)
+    return frag
+
+
+def test_import_cannot_depend_on_address_order_and_is_idempotent(
+    store, backend, request, tmp_path, snapshot
+):
+    """Unscoped writes of an identity accepted before it was scoped import in any order."""
+    store.fragments.ingest_source(MIXED, "D", "F")
+    orders = set()
+    roots = []
+    for n in range(6):
+        unscoped = store.fragments.ingest(dumps(_frag(n))).results[0].digest.address
+        batch = {"evidence": [_frag(n + 50)], "n": n}  # a batch writes its fragment unscoped
+        batched = store.fragments.ingest(dumps(batch)).results[0].digest.address
+        roots += [unscoped, batched]
+        orders.add(unscoped < batched)
+    scoped = store.fragments.ingest(dumps(_frag(99, scope=SCOPE))).results[0].digest.address
+    assert orders == {True, False}  # both address orders occur among the unscoped writes
+    assert min(roots) < scoped < max(roots)  # and the scoped one sorts among them
+    assert list(store.check()) == []
+    out = tmp_path / "a.tar"
+    evstore.export_archive(store, [*roots, scoped], out)
+    assert evstore.verify_archive(out).ok
+    with evstore.open(fresh_url(backend, request, tmp_path)) as b:
+        first = evstore.import_archive(b, out)
+        assert {a.address for a in b.ls()} == {a.address for a in store.ls()}
+        assert first.new_artifacts == len(store.ls())
+        assert list(b.check()) == []
+        before = snapshot(b)
+        again = evstore.import_archive(b, out)  # a no-op, as docs/archive.md says
+        assert (again.new_blobs, again.new_artifacts) == (0, 0)
+        assert snapshot(b) == before
+        # the rule itself stands: an unscoped write the store never accepted is refused
+        with pytest.raises(evstore.EvstoreError) as exc:
+            b.fragments.ingest(dumps(_frag(1000)))
+        assert exc.value.code == "fragment.scope-reuse"
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def _revision_2(content: bytes) -> bytes:
+    from evstore.contracts.manifests import rules as m
+
+    doc = json.loads((EXAMPLES / "manifest.json").read_bytes())
+    doc["projection"]["revision"] = 2
+    doc["phase"] = {"schema": "corpus-task-pack-phase.v1"}
+    doc["manifest/ref"] = m.compute_manifest_ref(doc)
+    return dumps(doc)
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "manifests"
+PHASE = "manifests.accept_unverified_phase"
+
+
+def test_import_honours_the_receiving_stores_phase_setting(
+    store, backend, request, tmp_path, snapshot
+):
+    content = (EXAMPLES / "rendered-evidence.md").read_bytes()
+    store.set_config(PHASE, True)
+    res = store.ingest(evstore.Document(_revision_2(content)), supplied=[content]).results[0]
+    assert [w.code for w in res.warnings] == ["manifest.phase-unverifiable"]
+    out = tmp_path / "m"
+    evstore.export_archive(store, [res.digest.address], out)
+    # offline, with no store, the default settings apply (docs/archive.md#import)
+    assert [f.code for f in evstore.verify_archive(out).faults] == ["manifest.phase-unverifiable"]
+    with evstore.open(fresh_url(backend, request, tmp_path)) as b:
+        before = snapshot(b)
+        with pytest.raises(evstore.EvstoreError) as exc:  # a store that does not accept it
+            evstore.import_archive(b, out)
+        assert exc.value.code == "manifest.phase-unverifiable"
+        assert snapshot(b) == before
+        b.set_config(PHASE, True)  # a store that does
+        assert evstore.import_archive(b, out).new_artifacts == 1
+        assert [w["code"] for w in b.warnings(res.digest.address)] == [
+            "manifest.phase-unverifiable"
+        ]
+        assert list(b.check()) == []
+    assert evstore.verify_archive(out, settings={PHASE: True}).ok
