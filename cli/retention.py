@@ -132,6 +132,7 @@ def gc(ctx: Ctx, dry_run: bool, vacuum: bool, batch: int) -> None:
 
     Deletes in small transactions while ingests go on; each row is re-checked
     (unreferenced, unrooted, lease expired) inside its delete. Bindings are never deleted.
+    --dry-run also lists what no root reaches but a lease still holds, and until when.
     Space: SQLite reuses freed pages (--vacuum gives them back to the file system);
     PostgreSQL's autovacuum reclaims them.
 
@@ -147,6 +148,16 @@ def gc(ctx: Ctx, dry_run: bool, vacuum: bool, batch: int) -> None:
         for o in r.objects:
             click.echo(f"{o['address']}  {o['size']}")
         click.echo(f"{verb} {r.count} object(s), {r.bytes} bytes")
+        held = r.to_dict().get("leased") or []
+        for o in held:
+            click.echo(f"leased  {o['address']}  {o['size']}  until {o['until']}")
+        if held:
+            size = sum(int(o["size"]) for o in held)
+            last = max(o["until"] for o in held)
+            click.echo(
+                f"held by leases: {len(held)} object(s), {size} bytes, until {last}"
+                " (gc.lease-seconds; `evstore config gc.lease-seconds 0` ends them now)"
+            )
 
     emit(ctx, report, human)
 
