@@ -16,8 +16,8 @@ Options (:class:`CheckOptions`) narrow a run: a seeded sample of addresses, arti
 and ``since`` (skip objects verified at or after a time). Every object a run finds without
 fault is recorded in the ``verified`` table (revision 0004) after each page, in its own short
 transaction, so an interrupted run keeps what it verified and ``since`` resumes it. On a store
-that cannot be written the check still runs and records nothing (:attr:`CheckRun.not_recorded`
-says why).
+that cannot be written (read-only, or its disk full: ``store.full``) the check still runs to
+its verdict and records nothing more (:attr:`CheckRun.not_recorded` says why).
 
 Faults are yielded as found (never stopping at the first); each carries
 ``details["address"]``. Progress goes through a callback, so callers choose how to show it.
@@ -192,8 +192,8 @@ class CheckRun(Iterator[EvstoreError]):
     Attributes:
         checked: objects (blobs plus artifacts) read and verified.
         recorded: objects recorded as verified.
-        not_recorded: why nothing more is recorded (a read-only store, ``record=False``), or
-            None.
+        not_recorded: why nothing more is recorded (a read-only store, a full disk,
+            ``record=False``), or None.
         warnings: the kinds' audit warnings found so far (not faults), dicts with
             ``address``, ``code``, ``message``, ``pointer``.
     """
@@ -312,11 +312,16 @@ class CheckRun(Iterator[EvstoreError]):
         try:
             self._db.run_transaction(lambda c: write_verified(c, sorted(clean), now))
         except StoreStateError as err:
-            if err.code != "store.read-only":
+            why = _UNWRITABLE.get(err.code)
+            if why is None:
                 raise
-            self.not_recorded = f"the store is read-only ({err.message})"
+            self.not_recorded = f"{why} ({err.message})"  # the run goes on to its verdict
             return
         self.recorded += len(clean)
+
+
+#: Codes of a store that cannot record a run, and what ``not_recorded`` says then.
+_UNWRITABLE = {"store.read-only": "the store is read-only", "store.full": "the store is full"}
 
 
 def check_store(
