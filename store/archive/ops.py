@@ -12,10 +12,11 @@ role that reached it and the edges it records).
   object from the database into a directory or a tar, verifying each on the way. Memory
   holds the closure's index rows, never the objects. Output is deterministic.
 * :func:`verify_archive` needs no store (store/archive/verify.py).
-* :func:`import_archive` verifies offline first; then, in one transaction of the receiving
-  store, stores the plain blobs and passes every artifact through its kind's ``check`` and
-  ``write`` exactly as ``ingest`` does (same codes, bindings included), collecting every
-  fault; any fault rolls the whole import back.
+* :func:`import_archive` verifies offline first (with the receiving store's settings); then,
+  in one transaction of the receiving store, stores the plain blobs and passes every
+  artifact through its kind's ``check`` and ``write`` exactly as ``ingest`` does (same codes,
+  bindings included), in an order whose outcome does not depend on addresses, collecting
+  every fault; any fault rolls the whole import back. A second import stores nothing.
 """
 
 from __future__ import annotations

@@ -54,6 +54,7 @@ __all__ = [
     "CheckOptions",
     "CheckRun",
     "Progress",
+    "UNWRITABLE",
     "audit_bytes",
     "check_store",
     "write_verified",
@@ -312,7 +313,7 @@ class CheckRun(Iterator[EvstoreError]):
         try:
             self._db.run_transaction(lambda c: write_verified(c, sorted(clean), now))
         except StoreStateError as err:
-            why = _UNWRITABLE.get(err.code)
+            why = UNWRITABLE.get(err.code)
             if why is None:
                 raise
             self.not_recorded = f"{why} ({err.message})"  # the run goes on to its verdict
@@ -320,8 +321,9 @@ class CheckRun(Iterator[EvstoreError]):
         self.recorded += len(clean)
 
 
-#: Codes of a store that cannot record a run, and what ``not_recorded`` says then.
-_UNWRITABLE = {"store.read-only": "the store is read-only", "store.full": "the store is full"}
+#: Codes of a store that cannot record a run, and what ``not_recorded`` says then (check
+#: and audit).
+UNWRITABLE = {"store.read-only": "the store is read-only", "store.full": "the store is full"}
 
 
 def check_store(

@@ -32,7 +32,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..check.checker import audit_bytes, parse_since, write_verified
+from ..check.checker import UNWRITABLE, audit_bytes, parse_since, write_verified
 from ..core.digests import digest_bytes
 from ..core.errors import EvstoreError, StoreStateError, error
 from ..db.settings import load_settings
@@ -461,16 +461,12 @@ def run_audit(
         try:
             _record(db, run, auditor.clean)
         except StoreStateError as err:
-            why = _UNWRITABLE.get(err.code)
+            why = UNWRITABLE.get(err.code)
             if why is None:
                 raise
             run.id = None
             run.not_recorded = f"{why} ({err.message})"
     return run
-
-
-#: Codes of a store that cannot record a run, and what ``not_recorded`` says then.
-_UNWRITABLE = {"store.read-only": "the store is read-only", "store.full": "the store is full"}
 
 
 def _record(db: Transactions, run: AuditRun, clean: list[tuple[str, str]]) -> None:
