@@ -148,7 +148,9 @@ def check(
 
     Each object found without fault is recorded as verified (when the store can be written),
     so `--since 24h` checks only what no check verified in the last 24 hours, and a nightly
-    `check --since` resumes where an interrupted one stopped.
+    `check --since` resumes where an interrupted one stopped. On a store that cannot be
+    written (a full disk, read-only) the check still reaches its verdict and notes that it
+    recorded nothing more (`not_recorded` with --json).
 
     Exit codes: 0 no fault; 1 any fault or store error.
     """  # noqa: D205 - the help text
@@ -181,6 +183,8 @@ def check(
         }
         if narrowed:
             out.update(checked=run.checked, recorded=run.recorded)
+        if run.not_recorded and not no_record:
+            out["not_recorded"] = run.not_recorded
         click.echo(json_text(out, sort_keys=True))
     else:
         if narrowed:

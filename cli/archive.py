@@ -86,7 +86,10 @@ def export(ctx: Ctx, refs: tuple[str, ...], output: str, with_proofs: bool) -> N
 @_MAX_BYTES
 @pass_ctx
 def verify(ctx: Ctx, path: str, key: str | None, max_bytes: int | None) -> None:
-    """Check an archive without any store: digests, sizes, closures, contract rules.
+    """Check an archive without any store: digests, sizes, closures, edges, contract rules.
+
+    The rules are judged with the default store settings (`archive import` judges them with
+    the receiving store's).
 
     Exit codes: 0 every check passed; 1 faults (each names its file), input.unreadable;
     2 usage.
@@ -122,9 +125,9 @@ def verify(ctx: Ctx, path: str, key: str | None, max_bytes: int | None) -> None:
 def import_(ctx: Ctx, path: str, max_bytes: int | None) -> None:
     """Verify an archive, then store all of it in one transaction (or nothing).
 
-    Every contract rule and binding is checked against this store as `ingest` checks it;
-    every fault is reported (``details.faults`` with --json). Importing twice is a no-op.
-    Creates the store when missing.
+    Every contract rule and binding is checked against this store, with its settings, as
+    `ingest` checks it; every fault is reported (``details.faults`` with --json). Importing
+    twice is a no-op. Creates the store when missing.
 
     Exit codes: 0 imported; 1 any fault (archive.*, the kinds' codes; nothing written),
     input.unreadable, store error; 2 usage.

@@ -132,6 +132,7 @@ def gc(ctx: Ctx, dry_run: bool, vacuum: bool, batch: int) -> None:
 
     Deletes in small transactions while ingests go on; each row is re-checked
     (unreferenced, unrooted, lease expired) inside its delete. Bindings are never deleted.
+    --dry-run also lists what no root reaches but a lease still holds, and until when.
     Space: SQLite reuses freed pages (--vacuum gives them back to the file system);
     PostgreSQL's autovacuum reclaims them.
 
@@ -147,6 +148,16 @@ def gc(ctx: Ctx, dry_run: bool, vacuum: bool, batch: int) -> None:
         for o in r.objects:
             click.echo(f"{o['address']}  {o['size']}")
         click.echo(f"{verb} {r.count} object(s), {r.bytes} bytes")
+        held = r.to_dict().get("leased") or []
+        for o in held:
+            click.echo(f"leased  {o['address']}  {o['size']}  until {o['until']}")
+        if held:
+            size = sum(int(o["size"]) for o in held)
+            last = max(o["until"] for o in held)
+            click.echo(
+                f"held by leases: {len(held)} object(s), {size} bytes, until {last}"
+                " (gc.lease-seconds; `evstore config gc.lease-seconds 0` ends them now)"
+            )
 
     emit(ctx, report, human)
 
@@ -177,6 +188,12 @@ def gc(ctx: Ctx, dry_run: bool, vacuum: bool, batch: int) -> None:
     help="Also write a JUnit XML report to FILE.",
 )
 @click.option("--history", is_flag=True, help="List the recorded audit runs instead.")
+@click.option(
+    "--no-record",
+    "no_record",
+    is_flag=True,
+    help="Write nothing: neither the run (`evstore audits`) nor the objects verified.",
+)
 @pass_ctx
 def audit(
     ctx: Ctx,
@@ -186,11 +203,15 @@ def audit(
     since: str | None,
     junit: str | None,
     history: bool,
+    no_record: bool,
 ) -> None:
     """Prove that every retained artifact is intact: its closure complete, every byte
     verified (BLAKE3, SHA-256, size), its contract audit passing, its bindings intact.
 
-    Reports per root and per artifact; every run is recorded (`evstore audits`).
+    Reports per root and per artifact; every run is recorded (`evstore audits`) after its
+    verdict, unless --no-record. A store that cannot be written (a full disk: store.full,
+    or read-only) still gets the verdict, with a note that the run was not recorded
+    (`not_recorded` with --json).
 
     Exit codes: 0 no fault; 1 any fault, root.name, not-found.root, input.invalid.
     """  # noqa: D205 - the help text
@@ -205,7 +226,13 @@ def audit(
             )
     with open_store(ctx) as store, progress(ctx, "audit") as bar:
         run = store.retention.audit(
-            root_names, sample=sample, seed=seed, since=since, actor=ACTOR, progress=bar
+            root_names,
+            sample=sample,
+            seed=seed,
+            since=since,
+            actor=ACTOR,
+            progress=bar,
+            record=not no_record,
         )
     if junit is not None:
         try:
@@ -215,6 +242,8 @@ def audit(
                 "output.unwritable", f"cannot write {junit}: {exc.strerror}", path=junit
             ) from None
     emit(ctx, run, _print_audit)
+    if run.not_recorded is not None and not ctx.json:
+        click.echo(f"note: this audit run was not recorded: {run.not_recorded}", err=True)
     if run.verdict != "pass":
         sys.exit(1)
 
@@ -226,8 +255,9 @@ def _print_audit(run: Any) -> None:
         for e in bad:
             for f in e["faults"]:
                 click.echo(f"  {e['address']} {f['code']}: {f['message']}")
+    name = "(not recorded)" if run.id is None else run.id
     click.echo(
-        f"audit {run.id}: {run.verdict} ({run.objects} object(s) verified,"
+        f"audit {name}: {run.verdict} ({run.objects} object(s) verified,"
         f" {run.skipped} skipped as verified since)"
     )
 

@@ -12,25 +12,35 @@ role that reached it and the edges it records).
   object from the database into a directory or a tar, verifying each on the way. Memory
   holds the closure's index rows, never the objects. Output is deterministic.
 * :func:`verify_archive` needs no store (store/archive/verify.py).
-* :func:`import_archive` verifies offline first; then, in one transaction of the receiving
-  store, stores the plain blobs and passes every artifact through its kind's ``check`` and
-  ``write`` exactly as ``ingest`` does (same codes, bindings included), collecting every
-  fault; any fault rolls the whole import back.
+* :func:`import_archive` verifies offline first (with the receiving store's settings); then,
+  in one transaction of the receiving store, stores the plain blobs and passes every
+  artifact through its kind's ``check`` and ``write`` exactly as ``ingest`` does (same codes,
+  bindings included), in an order whose outcome does not depend on addresses, collecting
+  every fault; any fault rolls the whole import back. A second import stores nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
 import os
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from ..contracts.fragments.bindings import REPLAY
+from ..contracts.fragments.rules import (
+    BATCH_KIND,
+    FRAGMENT_KIND,
+    extract_evidence,
+    identity_key,
+    scope_of,
+)
 from ..core.canonical import dumps, loads
 from ..core.digests import Digest, digest_bytes
 from ..core.errors import EvstoreError, NotFound, error
@@ -508,7 +518,11 @@ def export_archive(
 
 
 def verify_archive(
-    path: str | os.PathLike[str], *, limits: Limits | None = None, key: str | None = None
+    path: str | os.PathLike[str],
+    *,
+    limits: Limits | None = None,
+    key: str | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> Checked:
     """Verify an archive without a store: every fault, each naming its file.
 
@@ -517,6 +531,10 @@ def verify_archive(
         limits: the reader's limits.
         key: the log's verifier key (``evstore log key``): every member's inclusion proof
             must verify under it (docs/archive.md#proofs).
+        settings: store settings the kinds' rules read, by name (None: the defaults, as
+            ``evstore archive verify`` has no store); e.g.
+            ``{"manifests.accept_unverified_phase": True}`` to judge as a store that
+            accepts revision-2 manifests would (``archive import`` uses its store's).
 
     Returns:
         :class:`~evstore.archive.verify.Checked` (``ok``, ``faults``, ``proofs``;
@@ -526,7 +544,7 @@ def verify_archive(
         InputError: ``input.unreadable`` (no such path), ``archive.layout`` (not a tar).
     """
     with open_source(path, limits) as src:
-        return verify_source(src, limits, key)
+        return verify_source(src, limits, key, settings)
 
 
 # --------------------------------------------------------------------------- import
@@ -547,8 +565,29 @@ def _refuse(faults: list[EvstoreError]) -> EvstoreError:
     return first
 
 
-def _order(checked: Checked) -> list[tuple[Member, str]]:
-    """``(member, kind)`` of every artifact, each after what it depends on."""
+def _scopes(src: Source, m: Member, kind: str) -> tuple[set[str], set[str]]:
+    """The fragment identities a fragment or batch member writes unscoped, and those it scopes."""
+    if kind not in (FRAGMENT_KIND, BATCH_KIND):
+        return set(), set()
+    doc = loads(src.read(blob_name(m.sha256)))
+    frags = [doc] if kind == FRAGMENT_KIND else [f for _, f in extract_evidence(doc)]
+    unscoped = {identity_key(f) for f in frags if scope_of(f) is None}
+    return unscoped, {identity_key(f) for f in frags if scope_of(f) is not None}
+
+
+def _order(checked: Checked, src: Source) -> list[tuple[Member, str]]:
+    """``(member, kind)`` of every artifact, in an order whose outcome cannot depend on luck.
+
+    Each item comes after what its edges lead to, and every write of a fragment identity
+    without a scope comes before the writes that bind it to one: the scope rule accepts an
+    unscoped write only until the identity is first scoped (docs/fragments.md#scope-reuse),
+    so this order accepts every set of fragments some order of writes could have accepted,
+    whatever their addresses. Among the items free to go, the old order decides: kind rank
+    (source documents, content versions, packages first; a run record last), then a
+    depth-first post-order of the edges by address, then the kind name. A cycle of
+    constraints (no order can accept the set) is broken by that order too: the import then
+    fails with the binding's code, as it must.
+    """
     members = checked.members
     post: dict[str, int] = {}
     for start in sorted(members):
@@ -567,7 +606,55 @@ def _order(checked: Checked) -> list[tuple[Member, str]]:
     # Kinds that others are checked against first (each record's import_rank), then
     # dependencies first; every member's kinds are registered (archive verify checked them).
     rank = {r.name: r.import_rank for r in kind_records()}
-    return sorted(items, key=lambda mk: (rank[mk[1]], post[mk[0].address], mk[1]))
+    items.sort(key=lambda mk: (rank[mk[1]], post[mk[0].address], mk[1]))
+    by_address: dict[str, list[int]] = {}
+    for i, (m, _) in enumerate(items):
+        by_address.setdefault(m.address, []).append(i)
+    before: list[set[int]] = [set() for _ in items]  # items that must go first
+    unscoped: dict[str, set[int]] = {}
+    scoped: dict[str, set[int]] = {}
+    for i, (m, kind) in enumerate(items):
+        for _, dst in m.edges:
+            before[i].update(j for j in by_address.get(dst, ()) if j != i)
+        free, bound = _scopes(src, m, kind)
+        for ident in free:
+            unscoped.setdefault(ident, set()).add(i)
+        for ident in bound:
+            scoped.setdefault(ident, set()).add(i)
+    for ident, binders in scoped.items():
+        for i in binders:
+            before[i].update(unscoped.get(ident, set()) - {i})
+    return [items[i] for i in _topological(before)]
+
+
+def _topological(before: list[set[int]]) -> list[int]:
+    """Indexes 0..n-1, each after those in ``before[i]``, smallest free index first.
+
+    When only constrained indexes remain (a cycle), the smallest is taken anyway.
+    """
+    after: list[list[int]] = [[] for _ in before]
+    waiting = [len(b) for b in before]
+    for i, b in enumerate(before):
+        for j in b:
+            after[j].append(i)
+    ready = [i for i, n in enumerate(waiting) if n == 0]
+    heapq.heapify(ready)
+    placed: set[int] = set()
+    out: list[int] = []
+    while len(out) < len(before):
+        if ready:
+            i = heapq.heappop(ready)
+            if i in placed:
+                continue
+        else:  # a cycle: the smallest index left goes first
+            i = min(set(range(len(before))) - placed)
+        placed.add(i)
+        out.append(i)
+        for k in after[i]:
+            waiting[k] -= 1
+            if waiting[k] == 0 and k not in placed:
+                heapq.heappush(ready, k)
+    return out
 
 
 def _check_put(m: Member, got: Digest) -> EvstoreError | None:
@@ -612,6 +699,7 @@ def _ingest_member(src: Source, txn: Txn, m: Member, kind: str, report: ImportRe
     """Check and write one artifact as ``ingest --kind KIND`` would; faults are collected."""
     name = blob_name(m.sha256)
     txn.options.clear()
+    txn.options[REPLAY] = True
     docs = [e for r, e in m.edges if r == "source-document" and kind == "evidence-context"]
     if docs:
         txn.options["source_document"] = docs[0]
@@ -639,10 +727,15 @@ def import_archive(
 ) -> ImportReport:
     """Verify an archive, then store all of it in one transaction, or nothing.
 
-    Offline checks first (:func:`verify_archive`); then, in one transaction, the plain blobs
-    and each artifact through its kind's check and write, as ``ingest`` (dependencies first:
-    source documents, content versions, packages; a run record last). Importing the same
-    archive again stores nothing (``new_*`` 0).
+    Offline checks first (:func:`verify_archive`, with the receiving store's settings: an
+    archive is judged by the rules of the store it goes into, e.g.
+    ``manifests.accept_unverified_phase``); then, in one transaction, the plain blobs and each
+    artifact through its kind's check and write, as ``ingest``, in an order whose outcome
+    does not depend on addresses (:func:`_order`: what an item refers to first, unscoped
+    writes of a fragment identity before those that scope it; then source documents, content
+    versions, packages; a run record last). Importing the same archive again stores nothing
+    (``new_*`` 0): a fragment the store holds already is written again without a scope even
+    after its identity was scoped (docs/archive.md#import).
 
     Raises:
         The first fault (its code as ``ingest`` or ``archive verify`` would give it), with
@@ -651,13 +744,15 @@ def import_archive(
     """
     tx = store.transactions  # refuses a closed store
     where = os.fspath(path)
+    with tx.read() as conn:
+        settings = load_settings(conn)
     with open_source(where, limits) as src:
-        checked = verify_source(src, limits)
+        checked = verify_source(src, limits, settings=settings)
         if checked.faults:
             raise _refuse(checked.faults)
         report = ImportReport(where, [r.to_dict() for r in checked.roots], len(checked.members))
         plain = sorted((m for m in checked.members.values() if not m.kinds), key=lambda m: m.sha256)
-        order = _order(checked)
+        order = _order(checked, src)
 
         def work(conn: sa.Connection) -> ImportReport:
             report.new_blobs = report.new_artifacts = 0

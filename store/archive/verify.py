@@ -20,8 +20,12 @@ file, the place (``pointer``):
 6. every artifact member is canonical JSON (``archive.not-canonical``, or the strict reader's
    ``json.*``) and passes its kind's store-free contract rules: the pure ``validate`` of the
    rules module its kind registry record names (store/contracts/<name>/rules.py), with the
-   default settings;
-7. with proofs (``export --with-proofs``), every member's inclusion proof at the archive's
+   default settings (an import: the receiving store's);
+7. each member's edges annotation equals the edges its bytes call for (store/archive/edges.py):
+   a required edge whose target is not listed is ``archive.closure-incomplete``, an edge
+   missing from the annotation or not called for is ``archive.edges-mismatch``; the
+   annotation is used only once it agrees;
+8. with proofs (``export --with-proofs``), every member's inclusion proof at the archive's
    one checkpoint, under the key given or else the archive's own (store/archive/proofs.py).
 """
 
@@ -29,13 +33,14 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.canonical import loads, loads_canonical
 from ..core.digests import Digest, Hasher
 from ..core.errors import EvstoreError, error, join_pointer
+from .edges import Facts, build_fault, edge_faults, member_facts
 from .layout import (
     ANN_ADDRESS,
     ANN_EDGES,
@@ -141,9 +146,13 @@ class Checked:
 class _Run:
     """State of one verification (the source, the limits, the faults so far)."""
 
-    def __init__(self, src: Source, limits: Limits) -> None:
+    def __init__(
+        self, src: Source, limits: Limits, settings: Mapping[str, Any] | None = None
+    ) -> None:
         self.src = src
         self.limits = limits
+        self.settings = settings
+        self.facts: dict[str, Facts] = {}  # edge facts of the members that passed their rules
         self.out = Checked(src.where, faults=list(src.faults))
         self.referenced: set[str] = set()
         self.listed: set[str] = set()  # manifests and indexes named by any index
@@ -514,6 +523,7 @@ def _rule_faults(run: _Run, m: Member) -> None:
     if canonical != data:
         run.fault("archive.not-canonical", "the artifact is not in its canonical form", path)
         return
+    before = len(run.out.faults)
     for kind in m.kinds:
         record = kind_record(kind)  # every kind of a member is registered (_kinds)
         if record.rules is None:  # json: the strict reader, and no contract may claim it
@@ -523,10 +533,26 @@ def _rule_faults(run: _Run, m: Member) -> None:
             continue
         doc = loads(data, number_tokens=True) if record.number_tokens else value
         rules = importlib.import_module(record.rules)
-        for fault in rules.validate(doc, None, kind=kind).errors:
+        for fault in rules.validate(doc, run.settings, kind=kind).errors:
             fault.path = path
             fault.details.setdefault("kind", kind)
             run.out.faults.append(fault)
+    if len(run.out.faults) == before:  # well formed: its bytes say which edges it has
+        try:
+            run.facts[m.address[7:]] = member_facts(m.kinds, value)
+        except EvstoreError as err:
+            err.path = path
+            run.out.faults.append(err)
+
+
+def _edge_faults(run: _Run) -> None:
+    """Every root's edges annotations against the edges the members' bytes call for."""
+    for root in run.out.roots:
+        members = [
+            (m.address[7:], m.sha256, m.kinds, frozenset((r, d[7:]) for r, d in m.edges))
+            for m in root.members
+        ]
+        run.out.faults += edge_faults(members, run.facts, build_fault(blob_name(root.manifest)))
 
 
 def _proofs(run: _Run, key: str | None) -> None:
@@ -558,7 +584,12 @@ def _proofs(run: _Run, key: str | None) -> None:
         run.out.proofs = "verified" if key is not None else "self-consistent"
 
 
-def verify_source(src: Source, limits: Limits | None = None, key: str | None = None) -> Checked:
+def verify_source(
+    src: Source,
+    limits: Limits | None = None,
+    key: str | None = None,
+    settings: Mapping[str, Any] | None = None,
+) -> Checked:
     """Every offline check of an archive (see the module docstring), listing every fault.
 
     Args:
@@ -566,6 +597,8 @@ def verify_source(src: Source, limits: Limits | None = None, key: str | None = N
         limits: the reader's limits (defaults: :class:`~evstore.archive.layout.Limits`).
         key: the log's verifier key: every proof must verify under it
             (``archive.no-proofs`` when the archive carries none).
+        settings: the store settings the kinds' rules read (None: the defaults; an import
+            passes the receiving store's, e.g. ``manifests.accept_unverified_phase``).
 
     Returns:
         A :class:`Checked` (``ok`` when no fault was found).
@@ -573,7 +606,7 @@ def verify_source(src: Source, limits: Limits | None = None, key: str | None = N
     Raises:
         InputError: ``input.unreadable`` when a listed file cannot be read.
     """
-    run = _Run(src, limits or Limits())
+    run = _Run(src, limits or Limits(), settings)
     layout = run.json_file(LAYOUT_FILE)
     if layout is not None and layout != {"imageLayoutVersion": LAYOUT_VERSION}:
         run.fault("archive.layout", f"oci-layout must say version {LAYOUT_VERSION}", LAYOUT_FILE)
@@ -592,5 +625,6 @@ def verify_source(src: Source, limits: Limits | None = None, key: str | None = N
     for m in sorted(run.out.members.values(), key=lambda m: m.address):
         if m.kinds:
             _rule_faults(run, m)
+    _edge_faults(run)
     _proofs(run, key)
     return run.out

@@ -16,8 +16,8 @@ Options (:class:`CheckOptions`) narrow a run: a seeded sample of addresses, arti
 and ``since`` (skip objects verified at or after a time). Every object a run finds without
 fault is recorded in the ``verified`` table (revision 0004) after each page, in its own short
 transaction, so an interrupted run keeps what it verified and ``since`` resumes it. On a store
-that cannot be written the check still runs and records nothing (:attr:`CheckRun.not_recorded`
-says why).
+that cannot be written (read-only, or its disk full: ``store.full``) the check still runs to
+its verdict and records nothing more (:attr:`CheckRun.not_recorded` says why).
 
 Faults are yielded as found (never stopping at the first); each carries
 ``details["address"]``. Progress goes through a callback, so callers choose how to show it.
@@ -37,18 +37,18 @@ import sqlalchemy as sa
 from blake3 import blake3 as _blake3
 
 from ..core.canonical import dumps, loads
-from ..core.digests import Digest, Hasher, digest_bytes
+from ..core.digests import digest_bytes
 from ..core.errors import CorruptionError, EvstoreError, Faults, StoreStateError, error
 from ..core.settings import SETTINGS
 from ..db.settings import load_settings
-from ..db.tables import artifacts, blob_chunks, blobs, verified
+from ..db.tables import artifacts, blobs, verified
 from ..db.transactions import Transactions
 from ..objects import blobs as _blobs
-from ..objects.external import EXTERNAL
 from ..objects.kinds import check_kind, get_handler
 from ..objects.txn import Txn
 from .backends import orphan_faults
 from .log_tree import check_log
+from .reading import SQLITE_IN, chunks, fetch, inline_bytes, range_bytes, stream_digest
 
 __all__ = [
     "BATCH",
@@ -56,6 +56,7 @@ __all__ = [
     "CheckOptions",
     "CheckRun",
     "Progress",
+    "UNWRITABLE",
     "audit_bytes",
     "check_store",
     "write_verified",
@@ -68,7 +69,6 @@ Progress = Callable[[int, int], None]
 BATCH = 2000
 #: The ``kinds`` value that selects the blob pass (every blob re-hashed, no artifact pass).
 BLOB_KIND = "blob"
-_SQLITE_IN = 500  # bound parameters per IN list on SQLite
 _GROUP_BYTES = 32 << 20  # inline bytes held at once
 _PARALLEL_MIN = 64 << 10  # smaller inputs hash faster in one thread than through a pool
 _SINCE_REL = re.compile(r"^(\d+)\s*([smhdw])$")
@@ -194,7 +194,7 @@ class CheckRun(Iterator[EvstoreError]):
     Attributes:
         checked: objects (blobs plus artifacts) read and verified.
         recorded: objects recorded as verified.
-        not_recorded: why nothing more is recorded (read-only store, ``record=False``) or None.
+        not_recorded: why nothing more is recorded (read-only, disk full, record=False) or None.
         warnings: the kinds' audit warnings found so far (not faults), dicts with
             ``address``, ``code``, ``message``, ``pointer``.
     """
@@ -314,11 +314,17 @@ class CheckRun(Iterator[EvstoreError]):
         try:
             self._db.run_transaction(lambda c: write_verified(c, sorted(clean), now))
         except StoreStateError as err:
-            if err.code != "store.read-only":
+            why = UNWRITABLE.get(err.code)
+            if why is None:
                 raise
-            self.not_recorded = f"the store is read-only ({err.message})"
+            self.not_recorded = f"{why} ({err.message})"  # the run goes on to its verdict
             return
         self.recorded += len(clean)
+
+
+#: Codes of a store that cannot record a run, and what ``not_recorded`` says then (check
+#: and audit).
+UNWRITABLE = {"store.read-only": "the store is read-only", "store.full": "the store is full"}
 
 
 def check_store(
@@ -428,75 +434,6 @@ def write_verified(conn: sa.Connection, rows: list[tuple[str, str]], now: _dt.da
     )
 
 
-def _inline_bytes(conn: sa.Connection, addresses: Sequence[str]) -> dict[str, Any]:
-    """``address -> data`` (as stored, unconverted) of the given blobs, a few queries a page."""
-    found: dict[str, Any] = {}
-    if not addresses:
-        return found
-    if conn.dialect.name == "postgresql":
-        sql = "SELECT address, data FROM blobs WHERE address = ANY(%b)"
-        found.update(_fetch(conn, sql, (list(addresses),)))
-        return found
-    for i in range(0, len(addresses), _SQLITE_IN):
-        part = tuple(addresses[i : i + _SQLITE_IN])
-        sql = f"SELECT address, data FROM blobs WHERE address IN ({','.join('?' * len(part))})"
-        found.update(_fetch(conn, sql, part))
-    return found
-
-
-def _fetch(conn: sa.Connection, sql: str, params: Any) -> list[Any]:
-    """Every row of ``sql`` as plain tuples, through the driver's cursor in ``conn``'s
-    transaction (no SQLAlchemy row objects: they cost more than the bytes they carry).
-    A driver error leaves raw; :meth:`Database.read` classifies it like any other.
-    """  # noqa: D205
-    cur = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-    try:
-        cur.execute(sql, params)
-        return list(cur.fetchall())
-    finally:
-        cur.close()
-
-
-def _range_bytes(conn: sa.Connection, first: str, last: str) -> dict[str, Any]:
-    """``address -> data`` of the inline blobs from ``first`` to ``last`` (one range scan)."""
-    mark = "?" if conn.dialect.name == "sqlite" else "%s"
-    sql = (
-        f"SELECT address, data FROM blobs WHERE address >= {mark} AND address <= {mark}"
-        " AND chunk_set IS NULL"
-    )
-    return dict(_fetch(conn, sql, (first, last)))
-
-
-def _chunks(conn: sa.Connection, row: _blobs.BlobRow) -> Iterator[bytes]:
-    """A chunked blob's chunks in order (one streamed query; stops at a missing seq), or a
-    blob backend's object (``corruption.blob-missing`` when absent).
-    """  # noqa: D205
-    if row.chunk_set == EXTERNAL:
-        yield from _blobs.iter_stored(conn, row.digest.blake3)
-        return
-    q = (
-        sa.select(blob_chunks.c.seq, blob_chunks.c.data)
-        .where(blob_chunks.c.chunk_set == row.chunk_set)
-        .order_by(blob_chunks.c.seq)
-    )
-    result = conn.execution_options(stream_results=True, yield_per=4).execute(q)
-    try:
-        for want, c in enumerate(result):
-            if c.seq != want:
-                return
-            yield _blobs.as_bytes(c.data, row.digest.blake3)
-    finally:
-        result.close()
-
-
-def _stream_digest(conn: sa.Connection, row: _blobs.BlobRow) -> Digest:
-    h = Hasher()
-    for chunk in _chunks(conn, row):
-        h.update(chunk)
-    return h.digest()
-
-
-# -- the two passes, a page at a time --------------------------------------------------------
 def _blob_results(
     conn: sa.Connection, picked: Sequence[Any], pool: ThreadPoolExecutor | None, whole: bool
 ) -> list[list[EvstoreError]]:
@@ -518,12 +455,12 @@ def _blob_results(
             if row.chunk_set is None:
                 inline.append(i)
                 continue
-            err = _blobs.compare_digest(row, _stream_digest(conn, row))
+            err = _blobs.compare_digest(row, stream_digest(conn, row))
         except EvstoreError as exc:  # a malformed row: report it and carry on
             err = exc
         if err is not None:
             out[i].append(err)
-    limit = 5000 if whole or conn.dialect.name != "sqlite" else _SQLITE_IN
+    limit = 5000 if whole or conn.dialect.name != "sqlite" else SQLITE_IN
     group: list[int] = []
     size = 0
     for n, i in enumerate(inline):
@@ -565,7 +502,7 @@ def _whole_page(conn: sa.Connection, plan: _Plan, after: str) -> tuple[list[Any]
         f" CASE WHEN chunk_set IS NULL AND {length} <= {small} THEN data END"
         f" FROM blobs WHERE address > {mark} ORDER BY address LIMIT {mark}"
     )
-    fetched = _fetch(conn, sql, (after, plan.batch))
+    fetched = fetch(conn, sql, (after, plan.batch))
     out: list[Any] = [()] * len(fetched)  # () for a clean row: no list per blob
     rest: list[int] = []
     b3, sha256 = _blake3, hashlib.sha256
@@ -602,9 +539,9 @@ def _hash_group(
 ) -> None:
     """Fetch one group's inline bytes (one query) and re-hash them into ``out``."""
     if whole:
-        stored = _range_bytes(conn, picked[group[0]][0], picked[group[-1]][0])
+        stored = range_bytes(conn, picked[group[0]][0], picked[group[-1]][0])
     else:
-        stored = _inline_bytes(conn, [picked[i][0] for i in group])
+        stored = inline_bytes(conn, [picked[i][0] for i in group])
     work = []
     for i in group:
         r = picked[i]
@@ -654,7 +591,7 @@ def _art_results(txn: Txn, picked: Sequence[Any], plan: _Plan) -> list[list[Evst
                 want.append(row.digest.blake3)
                 size += max(row.digest.size, 0)
             end += 1
-        stored = _inline_bytes(conn, sorted(set(want)))
+        stored = inline_bytes(conn, sorted(set(want)))
         for a in picked[start:end]:
             found: list[EvstoreError] = []
             bad = _bad_artifact_row(a)
@@ -685,7 +622,7 @@ def _blob_index(
     else:
         q = sa.select(*cols, sa.literal(1).label("due"))
     index: dict[str, tuple[_blobs.BlobRow | None, bool]] = {}
-    step = _SQLITE_IN if conn.dialect.name == "sqlite" else max(len(addresses), 1)
+    step = SQLITE_IN if conn.dialect.name == "sqlite" else max(len(addresses), 1)
     for i in range(0, len(addresses), step):
         for r in conn.execute(q.where(blobs.c.address.in_(addresses[i : i + step]))):
             try:
@@ -722,7 +659,7 @@ def _artifact_bytes(
     err: EvstoreError | None
     try:
         if row.chunk_set is not None:
-            data = b"".join(_chunks(conn, row))
+            data = b"".join(chunks(conn, row))
         else:
             value = stored.get(address)
             data = b"" if value is None else _blobs.as_bytes(value, address)

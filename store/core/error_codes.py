@@ -443,6 +443,8 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("archive.digest-mismatch", "input", _AR_CHK, "a blob's SHA-256 is not its file name"),
     ("archive.address-mismatch", "input", _AR_CHK, "a BLAKE3 address annotation is wrong"),
     ("archive.closure-incomplete", "input", _AR_CHK, "an edge leads outside its manifest"),
+    ("archive.edges-mismatch", "input", _AR_CHK,
+     "an edges annotation differs from the edges the member's bytes call for"),
     ("archive.cycle", "input", _AR_CHK, "the indexes or the members' edges form a cycle"),
     ("archive.not-canonical", "input", _AR_CHK, "an artifact member is not canonical JSON"),
     ("archive.no-proofs", "input", _AR_PRF, "verify --key on an archive without proofs"),

@@ -265,6 +265,10 @@ class GcReport:
         dry_run: True when nothing was deleted (``gc --dry-run``).
         objects: ``{"address": "blake3:...", "size": bytes}`` per object deleted (or, dry
             run, that would be deleted), in deletion order.
+        leased: dry run only: ``{"address", "size", "until"}`` per object no root reaches
+            that a lease still holds (its own, or that of a leased artifact referring to it),
+            ``until`` the latest such lease's end (ISO 8601 UTC), by address. These go once
+            their leases end (``gc.lease-seconds``; setting it shortens leases taken before).
         batches: write transactions that deleted something.
         rounds: passes over the garbage.
         skipped: objects found collectable at first whose re-check kept them (a write
@@ -275,6 +279,7 @@ class GcReport:
 
     dry_run: bool
     objects: list[dict[str, Any]] = field(default_factory=list)
+    leased: list[dict[str, Any]] = field(default_factory=list)
     batches: int = 0
     rounds: int = 0
     skipped: int = 0
@@ -303,6 +308,7 @@ class GcReport:
             "seconds": round(self.seconds, 3),
             "vacuumed": self.vacuumed,
             "objects": self.objects,
+            "leased": self.leased,
         }
 
     @classmethod
@@ -318,6 +324,7 @@ class GcReport:
         return cls(
             bool(d["dry_run"]),
             list(d["objects"]),
+            list(d.get("leased", [])),
             int(d.get("batches", 0)),
             int(d.get("rounds", 0)),
             int(d.get("skipped", 0)),

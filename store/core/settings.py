@@ -82,7 +82,8 @@ SETTINGS: dict[str, Setting] = {
             "Seconds an object stays protected from gc after a write stored or referred to it, "
             "or an upload's existence check found it (evstore retention.missing, the server's "
             "missing request with an ingest token). 0: no lease (objects are collectable as "
-            "soon as no root reaches them).",
+            "soon as no root reaches them). Setting it also shortens the leases already taken "
+            "to end at most that many seconds from now.",
         ),
         Setting(
             "log.key_file",

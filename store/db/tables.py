@@ -9,7 +9,8 @@ Tables:
     blob_chunks  the chunks of large blobs, by chunk set and sequence number
     artifacts    index row per (blob, kind): a JSON document stored in canonical form
     edges        artifact -> blob or artifact it refers to, with a role (lineage, closure)
-    attrs        lookup keys of an artifact (name, value, SHA-256 of the value), for ``find``
+    attrs        lookup keys of an artifact (name, value, SHA-256 of the value), for ``find``;
+                 one row per (address, kind) (revision 0008)
 
 Every digest column (addresses, ``blobs.sha256``, ``attrs.value_digest``,
 ``bindings.key_digest``) is checked to hold 64 lowercase hex on new rows (revision 0003:
@@ -146,7 +147,9 @@ attrs = Table(
     Column("value", Text, nullable=False),
     Column("address", String(64), nullable=False),
     Column("kind", String(64), nullable=False),
-    PrimaryKeyConstraint("name", "value_digest", "address", name="pk_attrs"),
+    # One row per (address, kind): a byte string stored as two kinds is found as each
+    # (revision 0008; the kind was not in the key before).
+    PrimaryKeyConstraint("name", "value_digest", "address", "kind", name="pk_attrs"),
     Index("ix_attrs_address", "address"),
 )
 

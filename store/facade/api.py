@@ -45,6 +45,7 @@ from ..objects.artifacts import (
 from ..objects.blob_batches import expecting, put_stream_many, rereadable
 from ..objects.external import EXTERNAL, probe_backend
 from ..objects.kinds import check_kind, lookup_value
+from ..objects.leases import LEASE_SETTING, cap_leases
 from ..objects.listing import iter_artifacts, iter_blobs
 from ..objects.txn import Txn
 from .ingest import (
@@ -707,6 +708,9 @@ class Store:
         Nothing is stored when the value is refused.
 
         ``blobs.backend`` is stored in its normal form, after the backend answered a stat.
+        ``gc.lease-seconds`` also shortens the leases already taken to end at most that many
+        seconds from now, in the same transaction (0: everything only a lease holds is
+        collectable at once; :func:`evstore.objects.leases.cap_leases`).
 
         Raises:
             InputError: ``config.unknown`` / ``config.value``; ``blobs.spec``.
@@ -719,7 +723,13 @@ class Store:
             parsed = check_setting_value(name, value)
         if name == "blobs.backend":
             parsed = probe_backend(parsed)
-        self.db.run_transaction(lambda conn: write_setting(conn, name, parsed))
+
+        def work(conn: Any) -> None:
+            write_setting(conn, name, parsed)
+            if name == LEASE_SETTING:
+                cap_leases(conn, parsed)
+
+        self.db.run_transaction(work)
         return parsed
 
     # -- contract namespaces --------------------------------------------------------------

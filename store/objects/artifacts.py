@@ -4,7 +4,8 @@ An artifact's address is the address of its canonical bytes (RFC 8785). Its inde
 the kind and contract version; edge rows (artifact -> blob or artifact it refers to, with a
 role), lookup attributes and warnings are written in the same transaction, so lineage and
 ``find`` need no backfill. One byte string may be indexed under several kinds (``[]`` is both
-an empty evidence context and an empty JSON array).
+an empty evidence context and an empty JSON array), each with its own lookup rows (revision
+0008), so ``find --kind`` answers the same whichever kind was stored first.
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ def put_artifacts(
     note_artifacts(conn, addresses)
     new_rows: list[dict[str, Any]] = []
     edge_map: dict[tuple[str, str, str], dict[str, str]] = {}
-    attr_map: dict[tuple[str, str, str], dict[str, str]] = {}
+    attr_map: dict[tuple[str, str, str, str], dict[str, str]] = {}
     warn_map: dict[tuple[str, str, str], dict[str, str]] = {}
     results: list[ArtifactResult] = []
     seen: set[str] = set()
@@ -122,7 +123,7 @@ def put_artifacts(
             edge_map[(address, role, dst)] = {"src": address, "role": role, "dst": dst}
         for name, value in item_attrs:
             vd = attr_digest(value)
-            attr_map[(name, vd, address)] = {
+            attr_map[(name, vd, address, kind)] = {
                 "name": name,
                 "value_digest": vd,
                 "value": value,

@@ -54,10 +54,12 @@ __all__ = [
     "Clock",
     "DEFAULT_ROOT",
     "HISTORY_HOOKS",
+    "LEASE_SETTING",
     "Pending",
     "ROOT",
     "ROOTED_HOOKS",
     "STEP_HOOK",
+    "cap_leases",
     "check_root_name",
     "current_root",
     "db_now",
@@ -71,6 +73,8 @@ __all__ = [
     "step",
 ]
 
+#: The setting that says how long a lease lasts (seconds; store/core/settings.py).
+LEASE_SETTING = "gc.lease-seconds"
 #: The root every write uses unless the caller names another.
 DEFAULT_ROOT = "default"
 #: The root of writes in the current context (see :func:`rooting`).
@@ -211,7 +215,7 @@ def pending(conn: Connection) -> Pending:
     task = conn.info.get(BEFORE_COMMIT)
     if isinstance(task, Pending):
         return task
-    seconds = setting(load_settings(conn), "gc.lease-seconds")
+    seconds = setting(load_settings(conn), LEASE_SETTING)
     task = Pending(ROOT.get(), db_now(conn), max(0, int(seconds)))
     conn.info[BEFORE_COMMIT] = task
     return task
@@ -339,6 +343,27 @@ def _extend(conn: Connection, task: Pending, addresses: Sequence[str]) -> None:
         [(a, stamp, when) for a in addresses],
         many=True,
     )
+
+
+def cap_leases(conn: Connection, seconds: int) -> int:
+    """End every lease at most ``seconds`` from now: ``gc.lease-seconds`` was set to it.
+
+    Called in the transaction that writes the setting, so the setting means what it says
+    for leases taken before it too: with 0, everything only a lease protected is collectable
+    at once (README, docs/design.md#retention-and-garbage-collection). A write that found or
+    stored an object and has not committed still holds its row (:func:`hold`), so shortening
+    a lease never lets the collector take an object under a write.
+
+    Returns:
+        How many leases were shortened.
+    """
+    until = db_now(conn) + _dt.timedelta(seconds=max(0, int(seconds)))
+    stamp = sql_time(conn, until)
+    mark = "%s" if conn.dialect.name == "postgresql" else "?"
+    result = conn.exec_driver_sql(
+        f"UPDATE leases SET expires_at = {mark} WHERE expires_at > {mark}", (stamp, stamp)
+    )
+    return int(result.rowcount or 0)
 
 
 def _present_locked(conn: Connection, addresses: Sequence[str]) -> set[str]:

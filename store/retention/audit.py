@@ -32,9 +32,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..check.checker import audit_bytes, parse_since, write_verified
+from ..check.checker import UNWRITABLE, audit_bytes, parse_since, write_verified
 from ..core.digests import digest_bytes
-from ..core.errors import EvstoreError, error
+from ..core.errors import EvstoreError, StoreStateError, error
 from ..db.settings import load_settings
 from ..db.tables import audits, bindings, edges, roots, verified
 from ..db.transactions import Transactions
@@ -87,6 +87,9 @@ class AuditRun:
             "verdict", "faults"}]}``.
         objects: distinct objects verified by this run (bytes re-hashed).
         skipped: objects skipped as verified since ``since``.
+        not_recorded: why the run is not in ``audits`` although recording was asked (the
+            store is read-only, or its disk is full: ``store.full``), or None. The verdict
+            stands either way: it is reached before anything is written.
     """
 
     id: int | None = None
@@ -96,6 +99,7 @@ class AuditRun:
     roots: list[dict[str, Any]] = field(default_factory=list)
     objects: int = 0
     skipped: int = 0
+    not_recorded: str | None = None
 
     @property
     def faults(self) -> list[dict[str, Any]]:
@@ -113,8 +117,8 @@ class AuditRun:
         return "fail" if any(r["verdict"] == "fail" for r in self.roots) else "pass"
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
+        """JSON-ready form (``not_recorded`` only when recording failed)."""
+        out: dict[str, Any] = {
             "id": self.id,
             "verdict": self.verdict,
             "started_at": self.started_at,
@@ -125,6 +129,9 @@ class AuditRun:
             "roots": self.roots,
             "faults": self.faults,
         }
+        if self.not_recorded is not None:
+            out["not_recorded"] = self.not_recorded
+        return out
 
     def junit(self) -> str:
         """The run as JUnit XML: one test suite per root, one test case per entry."""
@@ -403,8 +410,10 @@ def run_audit(
     """Audit the retained artifacts in scope (see the module docstring).
 
     Returns:
-        The :class:`AuditRun`; recorded in ``audits`` unless ``options.record`` is False or
-        the store cannot be written.
+        The :class:`AuditRun`; recorded in ``audits`` (after the verdict, in its own
+        transaction) unless ``options.record`` is False or the store cannot be written: a
+        read-only store or a full disk (``store.full``) leaves the verdict as it is, with
+        ``id`` None and :attr:`AuditRun.not_recorded` saying why.
 
     Raises:
         InputError: ``root.name``, ``input.invalid`` (a bad ``sample`` or ``since``).
@@ -445,15 +454,24 @@ def run_audit(
             run.roots.append({"root": name, "verdict": verdict, "entries": entries})
         run.objects = len(auditor.cache) - auditor.skipped
         run.skipped = auditor.skipped
-    if options.record and not db.read_only:
-        _record(db, run, auditor.clean)
+        run.finished_at = db_now(conn).isoformat()  # the verdict's time; recording may move it
+    if options.record and db.read_only:
+        run.not_recorded = "the store is opened read-only"
+    elif options.record:
+        try:
+            _record(db, run, auditor.clean)
+        except StoreStateError as err:
+            why = UNWRITABLE.get(err.code)
+            if why is None:
+                raise
+            run.id = None
+            run.not_recorded = f"{why} ({err.message})"
     return run
 
 
 def _record(db: Transactions, run: AuditRun, clean: list[tuple[str, str]]) -> None:
     def write(conn: Connection) -> int:
         now = db_now(conn)
-        run.finished_at = now.isoformat()
         if clean:
             write_verified(conn, sorted(set(clean)), now)
         per_root = [
@@ -478,6 +496,7 @@ def _record(db: Transactions, run: AuditRun, clean: list[tuple[str, str]]) -> No
         )
         key = result.inserted_primary_key
         assert key is not None
+        run.finished_at = now.isoformat()
         return int(key[0])
 
     run.id = db.run_transaction(write)

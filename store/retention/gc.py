@@ -49,7 +49,7 @@ from ..objects.external import (
 )
 from ..objects.leases import db_now, record, sql_time
 
-__all__ = ["BATCH", "GcReport", "MAX_ROUNDS", "collect", "garbage", "vacuum"]
+__all__ = ["BATCH", "GcReport", "MAX_ROUNDS", "collect", "garbage", "leased", "vacuum"]
 
 #: Objects deleted per transaction.
 BATCH = 200
@@ -70,6 +70,24 @@ WITH RECURSIVE live(address) AS (
 )
 SELECT b.address, b.size FROM blobs b
 WHERE {unreached}
+ORDER BY b.address
+"""
+#: Objects that no root reaches but a lease holds (their own, or a leased artifact's that
+#: refers to them), with the latest expiry holding each: what ``gc --dry-run`` says it keeps.
+_HELD = """
+WITH RECURSIVE rooted(address) AS (
+    SELECT address FROM roots WHERE until IS NULL OR until > {now}
+    UNION
+    SELECT e.dst FROM edges e JOIN rooted r ON e.src = r.address
+),
+held(address, until) AS (
+    SELECT address, expires_at FROM leases WHERE expires_at > {now}
+    UNION
+    SELECT e.dst, h.until FROM edges e JOIN held h ON e.src = h.address
+)
+SELECT b.address, b.size, max(h.until) FROM held h JOIN blobs b ON b.address = h.address
+WHERE {unrooted}
+GROUP BY b.address, b.size
 ORDER BY b.address
 """
 #: "Not in the live set": PostgreSQL plans NOT EXISTS as a hash anti-join (NOT IN over a
@@ -104,6 +122,35 @@ def garbage(conn: Connection, now: _dt.datetime | None = None) -> list[tuple[str
         sql = _GARBAGE.format(now=":now", unreached=unreached)
         rows = conn.execute(sa.text(sql), {"now": sql_time(conn, when)})
     return [(r[0], int(r[1])) for r in rows]
+
+
+def leased(conn: Connection, now: _dt.datetime | None = None) -> list[dict[str, Any]]:
+    """``{"address", "size", "until"}`` of every object no root reaches that a lease holds.
+
+    ``until`` (ISO 8601 UTC) is the latest end among the leases holding it: its own, and
+    those of the leased artifacts whose edges reach it. One recursive query, on the caller's
+    snapshot; by address.
+    """
+    when = now or db_now(conn)
+    if conn.dialect.name == "postgresql":
+        unrooted = "NOT EXISTS (SELECT 1 FROM rooted r WHERE r.address = b.address)"
+        rows = conn.exec_driver_sql(
+            _HELD.format(now="%(now)s", unrooted=unrooted), {"now": when}
+        ).all()
+    else:
+        unrooted = "b.address NOT IN (SELECT address FROM rooted)"
+        rows = conn.execute(
+            sa.text(_HELD.format(now=":now", unrooted=unrooted)), {"now": sql_time(conn, when)}
+        ).all()
+    return [{"address": "blake3:" + r[0], "size": int(r[1]), "until": _iso(r[2])} for r in rows]
+
+
+def _iso(value: Any) -> str:
+    """A lease's end as ISO 8601 UTC (SQLite keeps naive UTC text, PostgreSQL an aware time)."""
+    when = value if isinstance(value, _dt.datetime) else _dt.datetime.fromisoformat(str(value))
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=_dt.UTC)
+    return when.astimezone(_dt.UTC).isoformat()
 
 
 def _lock(conn: Connection, addresses: Sequence[str]) -> list[str]:
@@ -215,7 +262,8 @@ def collect(
 
     Args:
         db: the store's database.
-        dry_run: list what would go (and the bytes it would free) without deleting.
+        dry_run: list what would go (and the bytes it would free) without deleting, and
+            what leases still hold (:attr:`GcReport.leased`).
         batch: objects per delete transaction.
         progress: called as ``progress(deleted so far, garbage found)`` after each batch.
 
@@ -232,7 +280,10 @@ def collect(
     sizes: dict[str, int] = {}
     for _ in range(MAX_ROUNDS):
         with db.read() as conn:
-            found = garbage(conn)
+            now = db_now(conn)
+            found = garbage(conn, now)
+            if dry_run:
+                report.leased = leased(conn, now)
         report.rounds += 1
         if dry_run:
             report.objects = [{"address": "blake3:" + a, "size": s} for a, s in found]

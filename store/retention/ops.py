@@ -360,15 +360,20 @@ class RetentionOps:
         since: _dt.datetime | str | None = None,
         actor: str = "local",
         progress: Callable[[int, int], None] | None = None,
+        record: bool = True,
     ) -> AuditRun:
         """Audit the retained artifacts (store/retention/audit.py); the run is recorded.
+
+        ``record=False`` writes nothing (neither the run nor the objects verified). A store
+        that cannot be written (read-only, a full disk) still gets its verdict: the run's
+        ``not_recorded`` says why it is not in ``audits``.
 
         Raises:
             InputError: ``root.name``, ``input.invalid``. NotFound: ``not-found.root``.
         """
         if isinstance(roots, str):
             raise error("input.invalid", "roots is a list of root names, not one string")
-        options = AuditOptions(tuple(roots), sample, seed, since)
+        options = AuditOptions(tuple(roots), sample, seed, since, record)
         with rooting(DEFAULT_ROOT, actor):
             return run_audit(self._db, options, progress)
 

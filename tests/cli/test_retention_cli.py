@@ -122,3 +122,27 @@ def test_roots_human_output_in_process(store_url, tmp_path, history):
     assert r.exit_code == 0 and "r1: pass" in r.output
     r = runner.invoke(cli, ["--store", store_url, "audits"])
     assert r.exit_code == 0 and "pass" in r.output
+
+
+def test_gc_dry_run_says_what_leases_hold_and_until_when(store_url, tmp_path):
+    """Issue 23: `gc --dry-run` said "would delete 0" with no reason while leases held."""
+    runner = CliRunner()
+    (tmp_path / "c.txt").write_bytes(b"held by its lease")
+
+    def run(*args: str) -> str:
+        r = runner.invoke(cli, ["--store", store_url, *args])
+        assert r.exit_code == 0, r.output
+        return r.output
+
+    address = run("put", "--root", "r1", str(tmp_path / "c.txt")).split()[0]
+    run("release", "--root", "r1")
+    out = run("gc", "--dry-run")
+    assert "would delete 0 object(s), 0 bytes" in out
+    (line,) = [x for x in out.splitlines() if x.startswith("leased  ")]
+    assert line.startswith(f"leased  {address}  17  until 20")
+    assert "held by leases: 1 object(s), 17 bytes, until " in out
+    assert json.loads(run("--json", "gc", "--dry-run"))["leased"][0]["address"] == address
+    run("config", "gc.lease-seconds", "0")  # ends the leases taken before, too
+    out = run("gc", "--dry-run")
+    assert f"{address}  17" in out and "would delete 1 object(s), 17 bytes" in out
+    assert "held by leases" not in out

@@ -354,3 +354,71 @@ def test_store_with_a_damaged_digest_row_still_migrates_and_check_reports_it(emp
             {"s": "B" * 64, "d": "0" * 64},
         )
     db.dispose()
+
+
+# ----------------------------------------------------------- one byte string, several kinds
+
+
+def _kinds_found(store: evstore.Store, source_id: str) -> dict[str, list[str]]:
+    return {
+        kind: [a.kind for a in store.find("source_id", source_id, kind=kind)]
+        for kind in (None, "evidence-context", "source-document")
+    }
+
+
+def test_one_byte_string_stored_as_two_kinds_is_found_as_each(store, backend, request, tmp_path):
+    from archive_helpers import fresh_url
+
+    data = dumps(units("S-two"))
+    for kind in ("evidence-context", "source-document"):  # the context first
+        store.ingest([Document(data, "u.json", kind)])
+    want = {
+        None: ["evidence-context", "source-document"],
+        "evidence-context": ["evidence-context"],
+        "source-document": ["source-document"],
+    }
+    got = _kinds_found(store, "S-two")
+    assert {k: sorted(v) for k, v in got.items()} == want
+    # an archive imported into another store (source documents go first there) answers alike
+    address = evstore.digest_bytes(data).address
+    evstore.export_archive(store, [address], tmp_path / "a")
+    with evstore.open(fresh_url(backend, request, tmp_path)) as b:
+        evstore.import_archive(b, tmp_path / "a")
+        assert {k: sorted(v) for k, v in _kinds_found(b, "S-two").items()} == want
+
+
+def test_migration_0008_gives_each_kind_its_lookup_rows(empty_url):
+    from evstore.objects.blobs import put_many
+
+    db = _store_at(empty_url, "0007")
+    data = dumps(units("S-old"))
+    with db.engine.begin() as conn:  # as revision 0007 kept it: one row, of the first kind
+        address = put_many(conn, [data])[0].digest.blake3
+        for kind in ("evidence-context", "source-document"):
+            conn.execute(
+                sa.text(
+                    "INSERT INTO artifacts (address, kind, contract_version) VALUES (:a, :k, 'v1')"
+                ),
+                {"a": address, "k": kind},
+            )
+        conn.execute(
+            sa.text(
+                "INSERT INTO attrs (name, value_digest, value, address, kind) "
+                "VALUES ('source_id', :d, 'S-old', :a, 'evidence-context')"
+            ),
+            {"d": hashlib.sha256(b"S-old").hexdigest(), "a": address},
+        )
+    assert db.migrate() == ("0007", head_revision())
+    want = ["evidence-context", "source-document"]
+    with evstore.open(empty_url) as s:
+        assert sorted(_kinds_found(s, "S-old")[None]) == want
+        assert _kinds_found(s, "S-old")["source-document"] == ["source-document"]
+        assert list(s.check()) == []
+    _alembic(db, "downgrade", "0007")  # one row per (name, value, address) again
+    with db.engine.connect() as conn:
+        kinds = conn.execute(sa.text("SELECT kind FROM attrs")).scalars().all()
+    assert kinds == ["evidence-context"]
+    _alembic(db, "upgrade", "head")
+    with evstore.open(empty_url) as s:
+        assert sorted(_kinds_found(s, "S-old")[None]) == want
+    db.dispose()

@@ -117,6 +117,46 @@ def test_a_lease_protects_until_it_expires(store):
     assert [o["address"] for o in store.retention.gc().objects] == [blob.digest.address]
 
 
+def test_lease_seconds_0_collects_released_objects_at_once(store):
+    """README: `config gc.lease-seconds 0` collects released objects at once (issue 23)."""
+    with store.retention.rooting("tmp"):  # the default lease: an hour
+        blob = store.put(b"released, then the lease set to 0")
+    store.retention.release("tmp")
+    assert store.retention.gc().count == 0
+    store.set_config("gc.lease-seconds", 0)
+    assert [o["address"] for o in store.retention.gc().objects] == [blob.digest.address]
+
+
+def test_setting_the_lease_shortens_leases_taken_before(store):
+    """README: `config gc.lease-seconds 0` collects released objects at once (issue 23)."""
+    store.set_config("gc.lease-seconds", 3600)
+    with store.retention.rooting("tmp"):
+        manifest = store.ingest(manifest_doc(), supplied=[CONTENT]).results[0].digest.address
+    store.retention.release("tmp")
+    dry = store.retention.gc(dry_run=True)
+    assert dry.count == 0  # the leases hold the manifest and, through its edge, its content
+    assert [o["address"] for o in dry.leased] == sorted([manifest, CONTENT_ADDRESS])
+    ends = {o["until"] for o in dry.leased}
+    assert len(ends) == 1
+    until = dt.datetime.fromisoformat(ends.pop())
+    now = dt.datetime.now(dt.UTC)
+    assert now + dt.timedelta(seconds=3500) < until < now + dt.timedelta(seconds=3700)
+    assert dry.to_dict()["leased"] == dry.leased
+    store.set_config("gc.lease-seconds", 600)  # shorter: every lease ends within 600 s
+    (held,) = {o["until"] for o in store.retention.gc(dry_run=True).leased}
+    assert dt.datetime.fromisoformat(held) < now + dt.timedelta(seconds=700)
+    store.set_config("gc.lease-seconds", 1200)  # longer: a lease taken before is not lengthened
+    assert {o["until"] for o in store.retention.gc(dry_run=True).leased} == {held}
+    store.set_config("gc.lease-seconds", 0)
+    dry = store.retention.gc(dry_run=True)
+    assert (sorted(o["address"] for o in dry.objects), dry.leased) == (
+        sorted([manifest, CONTENT_ADDRESS]),
+        [],
+    )
+    assert store.retention.gc().count == 2
+    assert store.ls() == []
+
+
 def test_missing_extends_leases_and_has_never_writes(store, snapshot):
     store.set_config("gc.lease-seconds", 100)
     with store.retention.rooting("tmp"):

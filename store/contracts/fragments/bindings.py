@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ...core.canonical import dumps, loads
+from ...core.digests import digest_bytes
 from ...core.errors import EvstoreError, error, join_pointer
 from ...core.refs import parse_ref
 from ...core.settings import setting
@@ -67,6 +68,7 @@ __all__ = [
     "NS_REV_CONTENT",
     "NS_REV_DOC",
     "NS_SCOPE",
+    "REPLAY",
     "TxnState",
     "bind_scopes",
     "check_fragment",
@@ -88,6 +90,8 @@ __all__ = [
     "write_fragments",
 ]
 
+#: ``txn.options`` key an archive import sets: its writes replay what another store accepted.
+REPLAY = "replay"
 NS_SCOPE = "fragment.scope"
 NS_REV_DOC = "fragment.revision-document"
 NS_REV_CONTENT = "fragment.revision-content"
@@ -406,8 +410,9 @@ def write_fragments(
 
     Scope rule (contract "Host scope metadata", issue: scope reuse): the first scoped write of
     an identity binds it; afterwards every write of it must carry that scope (on the fragment or
-    from the enclosing ingest), and the two must agree when both are given. Faults go through
-    ``txn.fault`` (ingest: raise and roll back; validate: collect and go on).
+    from the enclosing ingest), and the two must agree when both are given; an archive import
+    may write again an unscoped fragment the store already holds (:func:`_replayed`). Faults
+    go through ``txn.fault`` (ingest: raise and roll back; validate: collect and go on).
     """
     outer, faults = ingest_scope(txn)
     for fault in faults:
@@ -440,7 +445,7 @@ def write_fragments(
     for pointer, frag, canonical, ident, sha, scope in prepared:
         existing = bound.get(ident)
         if scope is None:
-            if existing is not None:
+            if existing is not None and not _replayed(txn, canonical):
                 txn.fault(
                     error(
                         SCOPE_REUSE,
@@ -474,6 +479,18 @@ def write_fragments(
         to_store.append((frag, canonical, ident, sha, scope is not None))
     bind_scopes(txn, to_bind, origin)
     return put_fragments(txn, st, to_store)
+
+
+def _replayed(txn: Txn, canonical: bytes) -> bool:
+    """An archive import writing again an unscoped fragment this store holds already.
+
+    The store accepted it before the identity was scoped; writing the same bytes again adds
+    nothing, so the import (``txn.options[REPLAY]``) is not refused for it and stays
+    idempotent (docs/archive.md#import). Any other unscoped write of a scoped identity is.
+    """
+    if not txn.options.get(REPLAY):
+        return False
+    return txn.has_artifact(digest_bytes(canonical).blake3, FRAGMENT_KIND)
 
 
 def _scope_pointer(pointer: str, on_fragment: bool) -> str:
