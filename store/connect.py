@@ -20,9 +20,7 @@ def _remote(url: str) -> bool:
     return url[:8].lower().startswith(("http://", "https://"))
 
 
-def open(  # noqa: A001 - the documented API name
-    url: str, *, create: bool = False, token: str | None = None, **remote: Any
-) -> Any:
+def open(url: str, *, create: bool = False, token: str | None = None, **remote: Any) -> Any:
     """Open the store at ``url``: a local :class:`~evstore.Store` or a remote one.
 
     Args:

@@ -110,7 +110,7 @@ class RetryPolicy:
             if told is not None:
                 return min(told, self.max_retry_after)
         ceiling = min(self.max_backoff, self.backoff * (2**attempt))
-        return ceiling * random.uniform(0.5, 1.0)  # noqa: S311 - jitter, not a secret
+        return ceiling * random.uniform(0.5, 1.0)  # jitter, not a secret
 
 
 def _retry_after_seconds(value: str) -> float | None:

@@ -74,7 +74,7 @@ class _Rollback(Exception):
         self.payload = payload
 
 
-def open(url: str, *, create: bool = False) -> Store:  # noqa: A001 - the documented API name
+def open(url: str, *, create: bool = False) -> Store:
     """Open the store at ``url``.
 
     Args:

@@ -151,7 +151,7 @@ def parse_entry(data: bytes) -> dict[str, Any]:
 
     try:
         obj = loads(data)
-    except Exception:  # noqa: BLE001 - any reader fault: the entry is not JSON
+    except Exception:  # any reader fault: the entry is not JSON
         raise bad("is not JSON") from None
     if not isinstance(obj, dict) or dumps(obj) != bytes(data):
         raise bad("is not a canonical (RFC 8785) JSON object")

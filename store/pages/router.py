@@ -206,7 +206,7 @@ def _static_routes(router: APIRouter) -> None:
 
 def _auth_routes(router: APIRouter, pages: _Pages) -> None:
     @router.get("/ui/signin")
-    def signin_form(request: Request, next: str = "") -> HTMLResponse:  # noqa: A002
+    def signin_form(request: Request, next: str = "") -> HTMLResponse:
         return pages.render(request, "signin.html", next=_safe_next(pages, request, next))
 
     @router.post("/ui/signin")

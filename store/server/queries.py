@@ -37,7 +37,7 @@ def artifact(ref: str, one: Served = Depends(reader)) -> dict[str, Any]:  # noqa
 )
 def refs(
     ref: str,
-    all: bool = Query(False, description="Referrers of referrers too (--all)."),  # noqa: A002, B008
+    all: bool = Query(False, description="Referrers of referrers too (--all)."),
     one: Served = Depends(reader),  # noqa: B008
 ) -> dict[str, Any]:
     """``{"ref", "refs": [{"address", "kinds", "role", "refers_to", "depth"}]}``."""
@@ -61,9 +61,9 @@ def closure(ref: str, one: Served = Depends(reader)) -> dict[str, Any]:  # noqa:
     responses=OBJECT_RESPONSES,
 )
 def find(
-    name: str = Query(..., description="A lookup attribute (docs/kinds.md)."),  # noqa: B008
-    value: str = Query(..., description="Its value, compared whole."),  # noqa: B008
-    kind: str | None = Query(None, description="Only artifacts of this kind."),  # noqa: B008
+    name: str = Query(..., description="A lookup attribute (docs/kinds.md)."),
+    value: str = Query(..., description="Its value, compared whole."),
+    kind: str | None = Query(None, description="Only artifacts of this kind."),
     one: Served = Depends(reader),  # noqa: B008
 ) -> dict[str, Any]:
     """``{"artifacts": [...]}`` with each one's warnings; 404 ``not-found.artifact`` if none."""
@@ -89,10 +89,10 @@ def find(
     responses=OBJECT_RESPONSES,
 )
 def ls(
-    kind: str | None = Query(None, description="Only artifacts of this kind."),  # noqa: B008
-    limit: int = Query(1000, ge=1, description="At most this many items."),  # noqa: B008
-    after: str | None = Query(None, description="The `next` cursor of the last page."),  # noqa: B008
-    blobs: bool = Query(False, description="List blobs instead of artifacts."),  # noqa: B008
+    kind: str | None = Query(None, description="Only artifacts of this kind."),
+    limit: int = Query(1000, ge=1, description="At most this many items."),
+    after: str | None = Query(None, description="The `next` cursor of the last page."),
+    blobs: bool = Query(False, description="List blobs instead of artifacts."),
     one: Served = Depends(reader),  # noqa: B008
 ) -> dict[str, Any]:
     """``{"items": [...], "next": CURSOR|null}``; a stable order, so pages never repeat."""

@@ -55,7 +55,7 @@ class _Tags(HTMLParser):
 
 def unsafe_markup(page: str) -> list[str]:
     """What a page must never hold: handler attributes, inline or foreign scripts, script
-    URLs in links or forms, elements that load anything from elsewhere."""  # noqa: D205
+    URLs in links or forms, elements that load anything from elsewhere."""
     parser = _Tags()
     parser.feed(page)
     bad = []
