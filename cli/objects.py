@@ -9,7 +9,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 import click
 
@@ -57,7 +57,12 @@ def _put_one(ctx: Ctx, file: str, digests: bool) -> None:
             with fh:
                 size = os.fstat(fh.fileno()).st_size
                 with progress(ctx, f"put {Path(file).name}", unit="bytes") as bar:
-                    src = counting_reader(fh, size, bar) if size >= PROGRESS_MIN else fh
+                    # counting_reader has read() only: put reads it once, as a stream
+                    src = (
+                        cast(BinaryIO, counting_reader(fh, size, bar))
+                        if size >= PROGRESS_MIN
+                        else fh
+                    )
                     try:
                         res = store.put(src)
                     except OSError as exc:  # reading the file failed midway: nothing stored
@@ -179,7 +184,7 @@ def put(
     rows = [
         {"path": n, **r.digest.forms(), "new": r.new} for n, r in zip(names, results, strict=True)
     ]
-    out = {"ok": True, "files": len(rows), "new": sum(r["new"] for r in rows), "results": rows}
+    out = {"ok": True, "files": len(rows), "new": sum(r.new for r in results), "results": rows}
     emit(ctx, out, _put_many_human(digests))
 
 
