@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         RefSyntaxError,
         StoreStateError,
         error,
+        http_status,
     )
     from .core.refs import ContentRef, parse_ref
     from .facade.api import Store
@@ -98,6 +99,7 @@ _SOURCES: dict[str, str] = {
     "error": "core.errors",
     "export_archive": "archive.ops",
     "fragment_scope": "contracts.fragments.rules:scope_from_parts",
+    "http_status": "core.errors",
     "import_archive": "archive.ops",
     "init": "connect",
     "kind_counts": "read.review",
@@ -155,6 +157,7 @@ __all__ = [
     "error",
     "export_archive",
     "fragment_scope",
+    "http_status",
     "import_archive",
     "init",
     "kind_counts",
