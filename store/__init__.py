@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     )
     from .core.refs import ContentRef, parse_ref
     from .facade.api import Store
+    from .facade.queries import ListPage, find_with_warnings, list_page
     from .log.ops import LogOps
     from .log.ops import verify_proof as verify_log_proof
     from .objects.artifacts import ArtifactInfo, ArtifactResult, Document, IngestReport
@@ -79,6 +80,7 @@ _SOURCES: dict[str, str] = {
     "IngestReport": "objects.artifacts",
     "InputError": "core.errors",
     "JSONFormError": "core.errors",
+    "ListPage": "facade.queries",
     "LogOps": "log.ops",
     "NotFound": "core.errors",
     "PutResult": "objects.blobs",
@@ -98,12 +100,14 @@ _SOURCES: dict[str, str] = {
     "edges_from": "read.review",
     "error": "core.errors",
     "export_archive": "archive.ops",
+    "find_with_warnings": "facade.queries",
     "fragment_scope": "contracts.fragments.rules:scope_from_parts",
     "http_status": "core.errors",
     "import_archive": "archive.ops",
     "init": "connect",
     "kind_counts": "read.review",
     "known_kinds": "objects.kinds",
+    "list_page": "facade.queries",
     "list_tokens": "access.tokens",
     "loads": "core.canonical",
     "manifest_address": "contracts.manifests.rules",
@@ -137,6 +141,7 @@ __all__ = [
     "IngestReport",
     "InputError",
     "JSONFormError",
+    "ListPage",
     "LogOps",
     "NotFound",
     "PutResult",
@@ -156,12 +161,14 @@ __all__ = [
     "edges_from",
     "error",
     "export_archive",
+    "find_with_warnings",
     "fragment_scope",
     "http_status",
     "import_archive",
     "init",
     "kind_counts",
     "known_kinds",
+    "list_page",
     "list_tokens",
     "loads",
     "manifest_address",

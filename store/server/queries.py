@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query
 
-from .. import check_kind, describe_artifact, error, normalize_uuid
+from .. import describe_artifact, error, find_with_warnings, list_page
 from .app import Served
 from .auth import reader
 from .wire import OBJECT_RESPONSES
@@ -67,20 +67,7 @@ def find(
     one: Served = Depends(reader),  # noqa: B008
 ) -> dict[str, Any]:
     """``{"artifacts": [...]}`` with each one's warnings; 404 ``not-found.artifact`` if none."""
-    if kind is not None:
-        check_kind(kind)
-    if name == "package_id":
-        value = normalize_uuid(value)  # UUIDs compare case-insensitively
-    rows = []
-    for a in one.store.find(name, value, kind=kind):
-        d = a.to_dict()
-        w = one.store.warnings(a.address)
-        if w:
-            d["warnings"] = w
-        rows.append(d)
-    if not rows:
-        raise error("not-found.artifact", f"no artifact with {name} = {value!r}")
-    return {"artifacts": rows}
+    return {"artifacts": find_with_warnings(one.store, name, value, kind=kind)}
 
 
 @router.get(
@@ -100,20 +87,6 @@ def ls(
         raise error("http.request", f"limit is at most {one.limits.page}", limit=one.limits.page)
     if blobs and kind is not None:
         raise error("http.request", "blobs=1 lists every blob: kind does not apply")
-    items: list[dict[str, Any]] = []
-    last: str | None = None
-    more = False
-    if blobs:
-        source: Any = one.store.iter_blobs(after=after, limit=limit + 1)
-    else:
-        source = (
-            dict(a.to_dict(), cursor=f"{a.address}/{a.kind}")
-            for a in one.store.iter_artifacts(kind, after=after, limit=limit + 1)
-        )
-    for n, item in enumerate(source):
-        if n >= limit:
-            more = True
-            break
-        last = str(item.pop("cursor", item["address"]))
-        items.append(item)
-    return {"items": items, "next": last if more else None}
+    page = list_page(one.store, blobs=blobs, kind=kind, after=after, limit=limit)
+    items = list(page)
+    return {"items": items, "next": page.next}
