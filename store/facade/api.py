@@ -28,6 +28,7 @@ from ..core.digests import digest_bytes as digest_from
 from ..core.errors import NotFound, error
 from ..core.refs import parse_ref, parse_refs
 from ..core.settings import check_setting_value, parse_setting_value
+from ..core.times import utc_text
 from ..db.engine import Database, database_errors
 from ..db.settings import load_settings, write_setting
 from ..db.transactions import LiveTransactions, Transactions
@@ -38,7 +39,6 @@ from ..objects.artifacts import (
     all_warnings,
     artifact_kinds,
     find_artifacts,
-    iso_utc,
     list_artifacts,
     warnings_of,
 )
@@ -392,7 +392,7 @@ class Store:
             out["verified"] = verify
             out["stored"] = "chunked" if row.chunk_set is not None else "inline"
             out["artifacts"] = [
-                {"kind": k, "contract_version": v, "accepted_at": iso_utc(t)}
+                {"kind": k, "contract_version": v, "accepted_at": utc_text(t)}
                 for k, v, t in artifact_kinds(conn, row.digest.blake3)
             ]
             warns = warnings_of(conn, row.digest.blake3)

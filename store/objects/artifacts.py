@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 
 from ..core.digests import Digest
 from ..core.errors import EvstoreError, error
+from ..core.times import utc_text
 from ..db.tables import artifacts, attrs, blobs, edges, warnings
 from .blobs import insert_ignore, insert_returning, put_many
 from .leases import hold, note_artifacts, step
@@ -37,7 +38,6 @@ __all__ = [
     "attr_match",
     "find_artifacts",
     "info_query",
-    "iso_utc",
     "list_artifacts",
     "put_artifact",
     "put_artifacts",
@@ -96,7 +96,8 @@ class ArtifactResult:
 class ArtifactInfo:
     """An artifact index row.
 
-    Address (``blake3:...``), kind, contract version, accepted_at (ISO 8601), size in bytes.
+    Address (``blake3:...``), kind, contract version, accepted_at (RFC 3339 UTC,
+    :func:`evstore.core.times.utc_text`), size in bytes.
     ``damage`` is None for a sound entry, or the ``check`` code of the damage a listing can
     see without reading bytes (``check.artifact-without-blob``: the index row's blob row is
     missing; ``size`` is then None). Listings show such an entry instead of hiding it.
@@ -285,21 +286,6 @@ def warnings_of(conn: Connection, address: str) -> list[Warning_]:
     ]
 
 
-def iso_utc(t: Any) -> str:
-    """An ``accepted_at`` value as ISO 8601 in UTC.
-
-    SQLite's CURRENT_TIMESTAMP is UTC written without an offset; PostgreSQL returns an aware
-    datetime. Both come out as ``YYYY-MM-DDTHH:MM:SS+00:00``.
-    """
-    import datetime as _dt
-
-    if isinstance(t, _dt.datetime):
-        if t.tzinfo is None:
-            t = t.replace(tzinfo=_dt.UTC)
-        return t.astimezone(_dt.UTC).isoformat(timespec="seconds")
-    return str(t)
-
-
 def info_query() -> Any:
     """The columns of :class:`ArtifactInfo`: artifacts joined with their blob's size.
 
@@ -361,7 +347,7 @@ def _infos(conn: Connection, q: Any) -> list[ArtifactInfo]:
             "blake3:" + r.address,
             r.kind,
             r.contract_version,
-            iso_utc(r.accepted_at),
+            utc_text(r.accepted_at),
             None if r.size is None else int(r.size),
             "check.artifact-without-blob" if r.size is None else None,
         )

@@ -14,8 +14,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from ..core.cursors import cursor_key, listing_cursor
+from ..core.times import utc_text
 from ..db.tables import artifacts, blobs
-from .artifacts import ArtifactInfo, info_query, iso_utc, with_attr
+from .artifacts import ArtifactInfo, info_query, with_attr
 
 __all__ = ["PAGE", "artifact_cursor", "blob_cursor", "iter_artifacts", "iter_blobs"]
 
@@ -101,7 +102,7 @@ def iter_artifacts(
                 "blake3:" + r.address,
                 r.kind,
                 r.contract_version,
-                iso_utc(r.accepted_at),
+                utc_text(r.accepted_at),
                 int(r.size),
             )
         if len(rows) < n:
