@@ -39,10 +39,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _bookkeeping import write_bookkeeping  # noqa: E402
-from _common import RESULTS_DIR, fresh_store, machine_info, raw_pg, raw_sqlite  # noqa: E402
+from _bookkeeping import write_bookkeeping
+from _common import RESULTS_DIR, fresh_store, machine_info, raw_pg, raw_sqlite
 
-import evstore  # noqa: E402
+import evstore
 
 
 def _fill(url: str, n: int, size: int) -> str:

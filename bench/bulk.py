@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS_DIR, machine_info  # noqa: E402
+from _common import RESULTS_DIR, machine_info
 
 EVSTORE = str(Path(sys.executable).with_name("evstore"))
 

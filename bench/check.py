@@ -38,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import RESULTS_DIR, fresh_store, machine_info, median  # noqa: E402
+from _common import RESULTS_DIR, fresh_store, machine_info, median
 
 EVSTORE = [sys.executable, "-c", "from evstore.cli.main import main; main()"]
 

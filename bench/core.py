@@ -46,10 +46,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import blake3  # noqa: E402
-import rfc8785  # noqa: E402
-from _bookkeeping import write_bookkeeping  # noqa: E402
-from _common import (  # noqa: E402
+import blake3
+import rfc8785
+from _bookkeeping import write_bookkeeping
+from _common import (
     RESULTS_DIR,
     Meter,
     fresh_store,
@@ -61,9 +61,9 @@ from _common import (  # noqa: E402
     store_backend_pid,
     write_result,
 )
-from core_summary import summary  # noqa: E402
+from core_summary import summary
 
-import evstore  # noqa: E402
+import evstore
 
 __all__ = ["main"]
 

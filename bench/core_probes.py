@@ -18,13 +18,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import blake3  # noqa: E402
-import rfc8785  # noqa: E402
-from _common import RESULTS_DIR, fresh_store, machine_info, percentile, raw_pg, raw_sqlite  # noqa: E402
-from _common import Meter as _Meter  # noqa: E402
-from core import _BLOB_COLS, _make_docs, _pg_copy, _row  # noqa: E402
+import blake3
+import rfc8785
+from _common import RESULTS_DIR, fresh_store, machine_info, percentile, raw_pg, raw_sqlite
+from _common import Meter as _Meter
+from core import _BLOB_COLS, _make_docs, _pg_copy, _row
 
-import evstore  # noqa: E402
+import evstore
 
 __all__ = ["probe_a", "probe_c", "probe_d", "run_probe"]
 

@@ -41,8 +41,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import sqlalchemy as sa  # noqa: E402
-from _common import (  # noqa: E402
+import sqlalchemy as sa
+from _common import (
     RESULTS_DIR,
     Meter,
     fresh_store,
@@ -53,8 +53,8 @@ from _common import (  # noqa: E402
     store_backend_pid,
 )
 
-import evstore  # noqa: E402
-from evstore.db.tables import metadata  # noqa: E402
+import evstore
+from evstore.db.tables import metadata
 
 __all__ = ["main", "make_document", "make_output"]
 

@@ -33,9 +33,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "store"))
 
-from _common import RESULTS_DIR, fresh_store, machine_info  # noqa: E402
+from _common import RESULTS_DIR, fresh_store, machine_info
 
-import evstore  # noqa: E402
+import evstore
 
 
 def _blobs(n: int, tag: str) -> list[bytes]:

@@ -43,14 +43,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (  # noqa: E402
+from _common import (
     PG_ADMIN_URL,
     RESULTS_DIR,
     fresh_store,
     machine_info,
     percentile,
 )
-from _common import median as median_of  # noqa: E402
+from _common import median as median_of
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -43,11 +43,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import blake3  # noqa: E402
-import jsonschema_rs  # noqa: E402
-import rfc8785  # noqa: E402
-from _bookkeeping import write_bookkeeping  # noqa: E402
-from _common import (  # noqa: E402
+import blake3
+import jsonschema_rs
+import rfc8785
+from _bookkeeping import write_bookkeeping
+from _common import (
     RESULTS_DIR,
     Meter,
     fresh_store,
@@ -58,10 +58,10 @@ from _common import (  # noqa: E402
     store_backend_pid,
 )
 
-import evstore  # noqa: E402
-from evstore.contracts.manifests import rules as R  # noqa: E402
-from evstore.contracts.manifests import store as M  # noqa: E402
-from evstore.core.digests import sha256_b64u  # noqa: E402
+import evstore
+from evstore.contracts.manifests import rules as R
+from evstore.contracts.manifests import store as M
+from evstore.core.digests import sha256_b64u
 
 __all__ = ["main", "make_content", "make_manifest"]
 

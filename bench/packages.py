@@ -35,11 +35,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import blake3  # noqa: E402
-import jsonschema_rs  # noqa: E402
-import rfc8785  # noqa: E402
-from _bookkeeping import write_bookkeeping  # noqa: E402
-from _common import (  # noqa: E402
+import blake3
+import jsonschema_rs
+import rfc8785
+from _bookkeeping import write_bookkeeping
+from _common import (
     RESULTS_DIR,
     fresh_store,
     machine_info,
@@ -48,11 +48,11 @@ from _common import (  # noqa: E402
     raw_sqlite,
 )
 
-import evstore  # noqa: E402
-from evstore.contracts.packages import rules as PR  # noqa: E402
-from evstore.contracts.packages import rules_context as PC  # noqa: E402
-from evstore.contracts.packages import schema as PS  # noqa: E402
-from evstore.contracts.packages import store as P  # noqa: E402
+import evstore
+from evstore.contracts.packages import rules as PR
+from evstore.contracts.packages import rules_context as PC
+from evstore.contracts.packages import schema as PS
+from evstore.contracts.packages import store as P
 
 __all__ = ["main"]
 

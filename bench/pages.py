@@ -27,10 +27,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "pages"))
 
-from _common import RESULTS_DIR, fresh_store, machine_info, median  # noqa: E402
-from pages_helpers import big_package  # noqa: E402
+from _common import RESULTS_DIR, fresh_store, machine_info, median
+from pages_helpers import big_package
 
-import evstore  # noqa: E402
+import evstore
 
 __all__ = ["main"]
 

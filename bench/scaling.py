@@ -40,9 +40,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import blake3  # noqa: E402
-import core as _core  # noqa: E402  (its raw ceilings: _raw_insert_blobs, _row, _raw_json_rows)
-from _common import (  # noqa: E402
+import blake3
+import core as _core
+from _common import (
     Meter,
     fresh_store,
     machine_info,
@@ -53,7 +53,7 @@ from _common import (  # noqa: E402
     store_backend_pid,
 )
 
-import evstore  # noqa: E402
+import evstore
 
 __all__ = ["main"]
 

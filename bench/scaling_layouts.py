@@ -41,8 +41,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import blake3  # noqa: E402
-from _common import machine_info, median, save_result  # noqa: E402
+import blake3
+from _common import machine_info, median, save_result
 
 __all__ = ["main"]
 

@@ -40,7 +40,7 @@ import httpx
 import evstore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import fresh_store, machine_info, percentile, write_result  # noqa: E402
+from _common import fresh_store, machine_info, percentile, write_result
 
 HERE = Path(__file__).resolve().parent
 EVSTORE = str(Path(sys.executable).with_name("evstore"))

@@ -144,7 +144,7 @@ def expand_paths(
                 yield path
 
 
-def listed(paths: Iterator[str], bar: Any) -> tuple[Iterable[str], int | None]:
+def listed(paths: Iterable[str], bar: Any) -> tuple[Iterable[str], int | None]:
     """``(paths, total)``: on a drawn progress bar, every path listed first, for a total and an ETA.
 
     A bar needs the total to show how much is left, so when ``bar.enabled`` (a terminal, no

@@ -155,7 +155,7 @@ def progress(ctx: Ctx, label: str, *, unit: str = "items") -> Progress:
     return Progress(ctx, label, unit=unit)
 
 
-class counting_reader:  # noqa: N801 - used like a function
+class counting_reader:  # lower case: used like a function
     """Wrap a binary file: every ``read`` reports the bytes read so far to ``callback``."""
 
     def __init__(self, fh: Any, total: int | None, callback: Callable[[int, int | None], None]):

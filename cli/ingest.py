@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import click
@@ -66,7 +66,7 @@ def collect(
     check_args(files, bool(bulk.get("stdin_paths")))
     if kind is not None and not kind:
         raise evstore.error("kind.unknown", "--kind is empty; give a kind name (docs/kinds.md)")
-    paths = expand_paths(
+    paths: Iterable[str] = expand_paths(
         files,
         include=bulk.get("include") or DEFAULT_INCLUDE,
         exclude=bulk.get("exclude") or (),

@@ -487,7 +487,8 @@ class _ClosedText(io.TextIOBase):
     def read(self, size: int | None = -1) -> str:
         return str(self.buffer.fail())
 
-    def readline(self, size: int | None = -1) -> str:
+    # typeshed's io.TextIOBase has IOBase.readline (bytes) beside _TextIOBase's (str).
+    def readline(self, size: int | None = -1) -> str:  # type: ignore[override]
         return str(self.buffer.fail())
 
     def write(self, s: str) -> int:

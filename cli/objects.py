@@ -9,7 +9,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 import click
 
@@ -57,7 +57,12 @@ def _put_one(ctx: Ctx, file: str, digests: bool) -> None:
             with fh:
                 size = os.fstat(fh.fileno()).st_size
                 with progress(ctx, f"put {Path(file).name}", unit="bytes") as bar:
-                    src = counting_reader(fh, size, bar) if size >= PROGRESS_MIN else fh
+                    # counting_reader has read() only: put reads it once, as a stream
+                    src = (
+                        cast(BinaryIO, counting_reader(fh, size, bar))
+                        if size >= PROGRESS_MIN
+                        else fh
+                    )
                     try:
                         res = store.put(src)
                     except OSError as exc:  # reading the file failed midway: nothing stored
@@ -179,7 +184,7 @@ def put(
     rows = [
         {"path": n, **r.digest.forms(), "new": r.new} for n, r in zip(names, results, strict=True)
     ]
-    out = {"ok": True, "files": len(rows), "new": sum(r["new"] for r in rows), "results": rows}
+    out = {"ok": True, "files": len(rows), "new": sum(r.new for r in results), "results": rows}
     emit(ctx, out, _put_many_human(ctx, digests))
 
 
@@ -332,18 +337,8 @@ def find(
     name, value = _criterion(named, attr)
     if kind is not None:
         evstore.check_kind(kind)  # kind.unknown / store.kind-unavailable before the store
-    if name == "package_id":
-        value = evstore.normalize_uuid(value)  # UUIDs compare case-insensitively
     with open_store(ctx) as store:
-        rows = []
-        for a in store.find(name, value, kind=kind):
-            d = a.to_dict()
-            w = store.warnings(a.address)
-            if w:
-                d["warnings"] = w
-            rows.append(d)
-    if not rows:
-        raise evstore.error("not-found.artifact", f"no artifact with {name} = {value!r}")
+        rows = evstore.find_with_warnings(store, name, value, kind=kind)
     emit(ctx, {"artifacts": rows}, _find_human)
 
 
@@ -409,30 +404,19 @@ def _ls_paged(
     after: str | None,
     jsonl: bool,
 ) -> None:
-    """Key-ordered listing; one item more than --limit is read to know whether more remain."""
-    probe = None if limit is None else limit + 1
+    """Key-ordered listing, one page of evstore.list_page (streamed with --jsonl)."""
     if blobs:
-        items: Iterator[dict[str, Any]] = store.iter_blobs(after=after, limit=probe)
-        key = "blobs"
+        page = evstore.list_page(store, blobs=True, after=after, limit=limit)
     else:
-        items = (
-            dict(a.to_dict(), cursor=f"{a.address}/{a.kind}")
-            for a in store.iter_artifacts(where[0], attr=where[1], after=after, limit=probe)
-        )
-        key = "artifacts"
+        page = evstore.list_page(store, kind=where[0], attr=where[1], after=after, limit=limit)
+    key = "blobs" if blobs else "artifacts"
     rows: list[dict[str, Any]] = []
-    last: str | None = None
-    more = False
-    for n, item in enumerate(items):
-        if limit is not None and n >= limit:
-            more = True
-            break
-        last = str(item.pop("cursor", item["address"]))
+    for item in page:
         if jsonl:
             click.echo(json_text(item, sort_keys=True))
         else:
             rows.append(item)
-    nxt = last if more else None
+    nxt = page.next
     if jsonl:
         if nxt is not None:
             click.echo(json.dumps({"next_cursor": nxt}))

@@ -77,6 +77,7 @@ def parse_stores(args: tuple[str, ...], default: str) -> dict[str | None, str]:
 @pass_ctx
 def serve(
     ctx: Ctx,
+    /,
     stores: tuple[str, ...],
     host: str,
     port: int,

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         RefSyntaxError,
         StoreStateError,
         error,
+        http_status,
     )
     from .core.refs import ContentRef, parse_ref
     from .core.results import (
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     )
     from .db.revisions import head_revision
     from .facade.api import Store
+    from .facade.queries import ListPage, find_with_warnings, list_page
     from .log.ops import LogOps
     from .log.ops import verify_proof as verify_log_proof
     from .objects.kinds import check_kind, kind_page, known_kinds
@@ -95,6 +97,7 @@ _SOURCES: dict[str, str] = {
     "IngestReport": "core.results",
     "InputError": "core.errors",
     "JSONFormError": "core.errors",
+    "ListPage": "facade.queries",
     "LogOps": "log.ops",
     "NotFound": "core.errors",
     "PortableFragmentOps": "contracts.fragments.store",
@@ -118,13 +121,16 @@ _SOURCES: dict[str, str] = {
     "edges_from": "read.review",
     "error": "core.errors",
     "export_archive": "archive.ops",
+    "find_with_warnings": "facade.queries",
     "fragment_scope": "contracts.fragments.rules:scope_from_parts",
     "head_revision": "db.revisions",
+    "http_status": "core.errors",
     "import_archive": "archive.ops",
     "init": "connect",
     "kind_counts": "read.review",
     "kind_page": "objects.kinds",
     "known_kinds": "objects.kinds",
+    "list_page": "facade.queries",
     "list_tokens": "access.tokens",
     "loads": "core.canonical",
     "manifest_address": "contracts.manifests.rules",
@@ -161,6 +167,7 @@ __all__ = [
     "IngestReport",
     "InputError",
     "JSONFormError",
+    "ListPage",
     "LogOps",
     "NotFound",
     "PortableFragmentOps",
@@ -184,13 +191,16 @@ __all__ = [
     "edges_from",
     "error",
     "export_archive",
+    "find_with_warnings",
     "fragment_scope",
     "head_revision",
+    "http_status",
     "import_archive",
     "init",
     "kind_counts",
     "kind_page",
     "known_kinds",
+    "list_page",
     "list_tokens",
     "loads",
     "manifest_address",

@@ -30,9 +30,7 @@ def _client() -> Any:
     return client
 
 
-def open(  # noqa: A001 - the documented API name
-    url: str, *, create: bool = False, token: str | None = None, **remote: Any
-) -> Any:
+def open(url: str, *, create: bool = False, token: str | None = None, **remote: Any) -> Any:
     """Open the store at ``url``: a local :class:`~evstore.Store` or a remote one.
 
     Args:

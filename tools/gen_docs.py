@@ -219,6 +219,7 @@ def all_codes() -> dict[str, tuple[str, str]]:
 def errors_md() -> str:
     """docs/errors.md: the code table, with the modules that raise each code."""
     from evstore.core.errors import CODES
+    from evstore.core.json_schema import MAX_SCHEMA_FAULTS, MAX_SCHEMA_MESSAGE
 
     where = raised_codes()
     lines = [
@@ -228,6 +229,13 @@ def errors_md() -> str:
         "edit. Every evstore error carries one of these stable codes, its family (the error",
         "class), a message, the contract rule and a JSON Pointer (RFC 6901). The CLI exits 1 on",
         'any of them (2 is usage only). "Raised in" names the modules whose code names it.',
+        "",
+        f"A document's schema faults are at most {MAX_SCHEMA_FAULTS} (every contract with a JSON",
+        "Schema: manifests, packages, requests and envelopes, evidence contexts and source",
+        "documents, descriptors, a bundle's index.json; store/core/json_schema.py). A longer",
+        "list is cut, and one more fault of the contract's shape code says so, with",
+        f'`details` `{{"truncated": true, "limit": {MAX_SCHEMA_FAULTS}}}`. A schema fault\'s',
+        f"message is at most {MAX_SCHEMA_MESSAGE} characters (then `...`).",
         "",
         "| code | family | rule | raised in | meaning |",
         "|---|---|---|---|---|",

@@ -66,7 +66,8 @@ def upgrade() -> None:
 
 def _existing(conn: Any) -> Iterator[tuple[str, bytes]]:
     """``(address, entry bytes)`` of every object stored before the log, in the documented order."""
-    from evstore.objects.log_entries import entry_bytes, iso_time
+    from evstore.core.times import utc_text  # the entries' one time spelling
+    from evstore.objects.log_entries import entry_bytes
 
     arts = conn.execute(
         sa.text(
@@ -80,9 +81,9 @@ def _existing(conn: Any) -> Iterator[tuple[str, bytes]]:
             when = _dt.datetime.fromisoformat(when)
         yield (
             r.address,
-            entry_bytes("ingest", r.address, r.sha256, int(r.size), iso_time(when), kind=r.kind),
+            entry_bytes("ingest", r.address, r.sha256, int(r.size), utc_text(when), kind=r.kind),
         )
-    now = iso_time(_dt.datetime.now(_dt.UTC))
+    now = utc_text(_dt.datetime.now(_dt.UTC))
     blobs = conn.execute(
         sa.text(
             "SELECT b.address, b.sha256, b.size FROM blobs b WHERE NOT EXISTS"

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 
 from ..core.errors import error
+from ..core.times import utc_text
 from ..db.rawread import FALLBACK, point_row
 from ..db.tables import tokens
-from ..objects.artifacts import iso_utc
 
 if TYPE_CHECKING:
     from ..facade.api import Store
@@ -95,7 +95,7 @@ def create_token(store: Store, scope: str, name: str = "") -> dict[str, Any]:
         "token": text,
         "scope": scope,
         "name": name,
-        "created_at": iso_utc(now),
+        "created_at": utc_text(now),
     }
 
 
@@ -117,8 +117,8 @@ def list_tokens(store: Store) -> list[dict[str, Any]]:
             "id": r.id,
             "scope": r.scope,
             "name": r.name,
-            "created_at": iso_utc(r.created_at),
-            "revoked_at": None if r.revoked_at is None else iso_utc(r.revoked_at),
+            "created_at": utc_text(r.created_at),
+            "revoked_at": None if r.revoked_at is None else utc_text(r.revoked_at),
         }
         for r in rows
     ]
@@ -151,7 +151,7 @@ def revoke_token(store: Store, token_id: str) -> dict[str, Any]:
         return now
 
     when = store.transactions.run_transaction(work)
-    return {"id": token_id, "revoked": True, "revoked_at": iso_utc(when)}
+    return {"id": token_id, "revoked": True, "revoked_at": utc_text(when)}
 
 
 def token_scope(store: Store, token: str) -> str | None:

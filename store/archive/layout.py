@@ -323,7 +323,7 @@ def _list_tar(src: Source, limits: Limits) -> None:
     path = src.where
     end = os.path.getsize(path)
     try:
-        tf = tarfile.open(path, "r:")  # noqa: SIM115 - closed by Source.close
+        tf = tarfile.open(path, "r:")  # closed by Source.close
     except (OSError, tarfile.TarError) as exc:
         raise error("archive.layout", f"{path} is not an uncompressed tar file ({exc})") from None
     src._tar = tf

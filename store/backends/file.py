@@ -25,19 +25,22 @@ class FileBackend:
     """A :class:`~evstore.backends.base.BlobBackend` over the directory ``root``.
 
     Args:
-        root: the directory (created when missing, with its parents).
-
-    Raises:
-        StoreStateError: ``blobs.backend`` when the directory cannot be created.
+        root: the directory. It must exist (``evstore init --blobs file:DIR`` makes it): a
+            missing one (an unmounted volume, a deleted folder) is ``blobs.unreachable``,
+            never silently recreated empty.
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = Path(root).resolve()
+        self.root = Path(root)
         self.spec = f"file:{self.root}"
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise self._fault("create", exc) from None
+
+    def _present(self) -> None:
+        if not self.root.is_dir():
+            raise error(
+                "blobs.unreachable",
+                f"the blob backend directory {self.root} does not exist (create it, or mount it)",
+                backend=self.spec,
+            )
 
     def _fault(self, what: str, exc: OSError) -> EvstoreError:
         return error(
@@ -52,6 +55,7 @@ class FileBackend:
         return self.root / key
 
     def _write(self, key: str, fill: object) -> None:
+        self._present()
         target = self._path(key)
         tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
         try:
@@ -85,6 +89,7 @@ class FileBackend:
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
         """Bytes ``[start, end)`` of the object (``corruption.blob-missing`` when absent)."""
+        self._present()
         try:
             with open(self._path(key), "rb") as f:
                 f.seek(start)
@@ -97,7 +102,7 @@ class FileBackend:
     def iter_chunks(self, key: str) -> Iterator[bytes]:
         """The whole object in chunks of :data:`~evstore.backends.base.CHUNK` bytes."""
         try:
-            f = open(self._path(key), "rb")  # noqa: SIM115 - closed by the generator
+            f = open(self._path(key), "rb")
         except FileNotFoundError:
             raise missing(self.spec, key) from None
         except OSError as exc:
@@ -117,6 +122,7 @@ class FileBackend:
 
     def stat(self, key: str) -> int | None:
         """The object's size in bytes, or None."""
+        self._present()
         try:
             return self._path(key).stat().st_size
         except FileNotFoundError:

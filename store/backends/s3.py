@@ -66,12 +66,13 @@ class S3Backend:
             config["endpoint"] = endpoint
         if region:
             config["region"] = region
-        scheme = (endpoint or "").lower()
         self._store = S3Store(
             bucket,
             prefix=self.prefix or None,
             config=config,  # type: ignore[arg-type]
-            client_options={"allow_http": scheme.startswith("http://")},
+            # Plain http is allowed for an endpoint named in the spec or in AWS_ENDPOINT_URL
+            # (a server on the same host or network); https is used whenever it is named.
+            client_options={"allow_http": True},
             retry_config=_RETRY,  # type: ignore[arg-type]
         )
 

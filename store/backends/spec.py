@@ -10,10 +10,10 @@ pool per bucket).
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from ..core.errors import error
@@ -23,6 +23,9 @@ __all__ = ["BackendSpec", "INLINE", "open_backend", "parse_spec"]
 
 #: The spec of "bytes in the database" (inline rows and chunk rows).
 INLINE = "inline"
+
+#: Longest spec accepted (the database columns hold 512 characters).
+_MAX_SPEC = 400
 
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 _OPTIONS = {"endpoint", "region"}
@@ -66,13 +69,17 @@ def parse_spec(text: str) -> BackendSpec:
     if not isinstance(text, str) or not text.strip():
         raise _bad(str(text), "empty")
     text = text.strip()
+    if len(text) > _MAX_SPEC:
+        raise _bad(text[:80] + "...", f"longer than {_MAX_SPEC} characters")
+    if any(c in text for c in "%#\r\n\t "):
+        raise _bad(text, "no %, #, space or control characters")
     if text == INLINE:
         return BackendSpec(INLINE, INLINE)
     if text.startswith("file:"):
         where = text[len("file:") :]
         if not where:
             raise _bad(text, "no directory")
-        path = str(Path(where).expanduser().resolve())
+        path = os.path.abspath(os.path.expanduser(where))  # symlinks kept as named
         return BackendSpec(f"file:{path}", "file", path=path)
     if text.startswith("s3://"):
         parts = urlsplit(text)
@@ -92,8 +99,14 @@ def parse_spec(text: str) -> BackendSpec:
             raise _bad(text, "an option is given twice")
         endpoint = query.get("endpoint", [None])[0]
         region = query.get("region", [None])[0]
-        if endpoint is not None and not endpoint.lower().startswith(("http://", "https://")):
-            raise _bad(text, "the endpoint is an http(s):// URL")
+        if endpoint is not None:
+            ep = urlsplit(endpoint)
+            if ep.scheme.lower() not in ("http", "https") or not ep.hostname:
+                raise _bad(text, "the endpoint is an http(s)://HOST[:PORT] URL")
+            if ep.username or ep.password or "@" in ep.netloc or ep.query or ep.fragment:
+                raise _bad(text, "the endpoint carries no credentials, query or fragment")
+        if region is not None and not re.fullmatch(r"[a-z0-9-]{1,40}", region):
+            raise _bad(text, "a region is lowercase letters, digits and -")
         norm = f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
         opts = "&".join(
             f"{k}={v}" for k, v in (("endpoint", endpoint), ("region", region)) if v is not None

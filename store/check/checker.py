@@ -45,6 +45,7 @@ from ..db.tables import artifacts, blobs, verified
 from ..db.transactions import Transactions
 from ..objects import blobs as _blobs
 from ..objects.kinds import check_kind, get_handler
+from ..objects.leases import sql_time
 from ..objects.txn import Txn
 from .backends import orphan_faults
 from .log_tree import check_log
@@ -413,10 +414,6 @@ def _since_param(since: _dt.datetime) -> Any:
     return sa.bindparam("since", since, type_=verified.c.verified_at.type)
 
 
-def _sqlite_time(when: _dt.datetime) -> Any:
-    return when.astimezone(_dt.UTC).replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
-
-
 def write_verified(conn: sa.Connection, rows: list[tuple[str, str]], now: _dt.datetime) -> None:
     """Upsert ``(address, kind)`` rows with ``verified_at = now`` (one statement per page)."""
     upsert = " ON CONFLICT (address, kind) DO UPDATE SET verified_at = excluded.verified_at"
@@ -427,7 +424,7 @@ def write_verified(conn: sa.Connection, rows: list[tuple[str, str]], now: _dt.da
             (now, [r[0] for r in rows], [r[1] for r in rows]),
         )
         return
-    stamp = _sqlite_time(now)
+    stamp = sql_time(conn, now)  # SQLite's stored spelling, as every other write keeps it
     conn.exec_driver_sql(
         "INSERT INTO verified (address, kind, verified_at) VALUES (?, ?, ?)" + upsert,
         [(a, k, stamp) for a, k in rows],

@@ -39,6 +39,7 @@ from ..core.errors import (
     StoreStateError,
     error,
     error_class,
+    family_of_status,
 )
 
 __all__ = [
@@ -110,7 +111,7 @@ class RetryPolicy:
             if told is not None:
                 return min(told, self.max_retry_after)
         ceiling = min(self.max_backoff, self.backoff * (2**attempt))
-        return ceiling * random.uniform(0.5, 1.0)  # noqa: S311 - jitter, not a secret
+        return ceiling * random.uniform(0.5, 1.0)  # jitter, not a secret
 
 
 def _retry_after_seconds(value: str) -> float | None:
@@ -141,7 +142,7 @@ def rebuild_error(fault: dict[str, Any], status: int = 0) -> EvstoreError:
         rule = fault.get("rule")
         rule = CODES[code].rule if rule is None else str(rule)
     else:
-        cls = _FAMILY.get(str(fault.get("family")), _status_family(status))
+        cls = _FAMILY.get(str(fault.get("family")), _FAMILY[family_of_status(status)])
         rule = str(fault.get("rule") or "")
     path = fault.get("path")
     return cls(
@@ -152,18 +153,6 @@ def rebuild_error(fault: dict[str, Any], status: int = 0) -> EvstoreError:
         path=None if path is None else str(path),
         details=dict(details) if isinstance(details, dict) and details else None,
     )
-
-
-def _status_family(status: int) -> type[EvstoreError]:
-    if status == 404:
-        return NotFound
-    if status == 409:
-        return BindingConflict
-    if status == 422:
-        return ContractError
-    if 400 <= status < 500:
-        return InputError
-    return StoreStateError
 
 
 #: Transport failures that mean the request never reached the server (safe to resend).

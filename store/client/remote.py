@@ -31,6 +31,7 @@ from typing import IO, TYPE_CHECKING, Any, BinaryIO
 import httpx
 
 from ..core.canonical import dumps, loads
+from ..core.cursors import cursor_key, listing_cursor
 from ..core.digests import Digest, Hasher, digest_bytes
 from ..core.documents import as_documents
 from ..core.errors import EvstoreError, error
@@ -648,9 +649,11 @@ class RemoteStore:
         """Artifacts in key order (address, then kind), paged as :meth:`Store.iter_artifacts`."""
         self._live()
         if attr is not None:
+            # input.invalid for a malformed cursor before any request, as a local store does
+            key = cursor_key(after) if after is not None else None
             rows = sorted(self.find(attr[0], attr[1], kind), key=lambda a: (a.address, a.kind))
-            if after is not None:
-                rows = [a for a in rows if f"{a.address}/{a.kind}" > after]
+            if key is not None:
+                rows = [a for a in rows if cursor_key(listing_cursor(a.address, a.kind)) > key]
             return iter(rows if limit is None else rows[:limit])
         params: dict[str, Any] = {"after": after}
         if kind is not None:

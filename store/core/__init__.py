@@ -8,6 +8,7 @@ Terms:
     code: a stable dotted error code with its family and rule (:mod:`.error_codes`,
         :mod:`.errors`); a fault is one error at a JSON Pointer.
     setting: a declared store option with its type and default (:mod:`.settings`).
+    cursor: the last item of a listing page, where the next page starts (:mod:`.cursors`).
 
 Imports nothing else of evstore.
 """

@@ -1,5 +1,8 @@
 """The code table: every code evstore raises, with its family, default rule and meaning.
 
+Beside it the one table of HTTP statuses (:data:`STATUS_BY_FAMILY`, :data:`STATUS_BY_CODE`)
+that the server, the pages and the client share.
+
 Data only: store/core/errors.py builds :data:`evstore.core.errors.CODES` from :data:`TABLE` and
 raises
 through it; docs/errors.md is generated from it (``python tools/gen_docs.py``), and
@@ -9,9 +12,11 @@ row is raised. Split from store/core/errors.py for size.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
-__all__ = ["Code", "TABLE"]
+__all__ = ["Code", "STATUS_BY_CODE", "STATUS_BY_FAMILY", "TABLE"]
 
 
 @dataclass(frozen=True)
@@ -492,3 +497,35 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
      "a stored checkpoint does not verify or names another root than the entries give"),
 ))
 # fmt: on
+
+#: HTTP status of an error by its family (docs/http.md#errors): the server's problem answers
+#: and the pages' error pages use it, and the client reads a status back to a family with
+#: :func:`evstore.core.errors.family_of_status`.
+STATUS_BY_FAMILY: Mapping[str, int] = MappingProxyType(
+    {
+        "input": 400,
+        "contract": 422,
+        "binding": 409,
+        "not-found": 404,
+        "corruption": 500,
+        "store": 500,
+    }
+)
+
+#: Codes whose HTTP status is not their family's: authentication and scope (401/403), the
+#: method (405), limits (413), ranges (416), an expected digest not met (422), and busy or
+#: unreachable databases and servers (503, retried after ``Retry-After``).
+STATUS_BY_CODE: Mapping[str, int] = MappingProxyType(
+    {
+        "http.unauthorized": 401,
+        "http.forbidden": 403,
+        "http.method": 405,
+        "http.too-large": 413,
+        "http.range": 416,
+        "put.digest-mismatch": 422,
+        "http.busy": 503,
+        "store.busy": 503,
+        "store.timeout": 503,
+        "store.unreachable": 503,
+    }
+)

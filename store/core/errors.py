@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from .error_codes import TABLE, Code
+from .error_codes import STATUS_BY_CODE, STATUS_BY_FAMILY, TABLE, Code
 
 __all__ = [
     "BindingConflict",
@@ -56,6 +56,8 @@ __all__ = [
     "error",
     "error_class",
     "escape_pointer",
+    "family_of_status",
+    "http_status",
     "join_pointer",
     "pointer_phrase",
 ]
@@ -282,6 +284,29 @@ def error_class(code: str) -> type[EvstoreError]:
     entry = CODES[code]
     prefix = code.split(".", 1)[0]
     return _LEAF_CLASS.get((prefix, entry.family), _FAMILY_CLASS[entry.family])
+
+
+def http_status(err: EvstoreError) -> int:
+    """The HTTP status of an evstore error (docs/http.md#errors).
+
+    Its code's own (:data:`~evstore.core.error_codes.STATUS_BY_CODE`), else its family's
+    (:data:`~evstore.core.error_codes.STATUS_BY_FAMILY`), else 500. The server answers with
+    it (problem+json, RFC 9457) and the pages' error pages carry it.
+    """
+    return STATUS_BY_CODE.get(err.code, STATUS_BY_FAMILY.get(err.family, 500))
+
+
+def family_of_status(status: int) -> str:
+    """The error family an HTTP status stands for, when no code says it (a newer server's).
+
+    A status that one family alone has (404, 409, 422, 400) is that family's; any other 4xx
+    is ``input`` and anything else ``store``: the inverse of
+    :data:`~evstore.core.error_codes.STATUS_BY_FAMILY`.
+    """
+    families = [f for f, s in STATUS_BY_FAMILY.items() if s == status]
+    if len(families) == 1:
+        return families[0]
+    return "input" if 400 <= status < 500 else "store"
 
 
 def error(

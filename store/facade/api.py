@@ -25,9 +25,10 @@ from ..check.checker import CheckOptions, CheckRun, Progress, check_store
 from ..core.canonical import loads
 from ..core.digests import Digest
 from ..core.digests import digest_bytes as digest_from
-from ..core.errors import NotFound, error
+from ..core.errors import CorruptionError, NotFound, error
 from ..core.refs import parse_ref, parse_refs
 from ..core.settings import check_setting_value, parse_setting_value
+from ..core.times import utc_text
 from ..db.engine import Database, database_errors
 from ..db.settings import load_settings, write_setting
 from ..db.transactions import LiveTransactions, Transactions
@@ -38,12 +39,11 @@ from ..objects.artifacts import (
     all_warnings,
     artifact_kinds,
     find_artifacts,
-    iso_utc,
     list_artifacts,
     warnings_of,
 )
 from ..objects.blob_batches import expecting, put_stream_many, rereadable
-from ..objects.external import EXTERNAL, probe_backend
+from ..objects.external import EXTERNAL, make_backend_dir, probe_backend
 from ..objects.kinds import check_kind, lookup_value
 from ..objects.leases import LEASE_SETTING, cap_leases
 from ..objects.listing import iter_artifacts, iter_blobs
@@ -80,12 +80,22 @@ _POINT_SQL = "SELECT address, sha256, size, chunk_set, data FROM blobs WHERE add
 _POINT = {"sqlite": _POINT_SQL + "?", "postgresql": _POINT_SQL + "%s"}
 
 
+def _intact(conn: sa.Connection, row: _blobs.BlobRow) -> bool:
+    """Whether a blob's stored bytes hash to its row (a backend object that is missing counts
+    as not intact, as a damaged one does).
+    """  # noqa: D205
+    try:
+        return _blobs.verify_stored(conn, row) is None
+    except CorruptionError:
+        return False
+
+
 class _Rollback(Exception):
     def __init__(self, payload: Any) -> None:
         self.payload = payload
 
 
-def open(url: str, *, create: bool = False) -> Store:  # noqa: A001 - the documented API name
+def open(url: str, *, create: bool = False) -> Store:
     """Open the store at ``url``.
 
     Args:
@@ -120,17 +130,25 @@ def init(url: str, *, blobs: str | None = None) -> dict[str, Any]:
             ``store.url``, ``store.unreachable``, ``blobs.unreachable``.
         InputError: ``blobs.spec``.
     """
-    spec = probe_backend(blobs) if blobs is not None else None
-    db = Database(url)
+    made = make_backend_dir(blobs) if blobs is not None else []
     try:
-        existed = db.schema_state().initialised
-    finally:
-        db.dispose()
-    with Store(url, create=True) as store:
-        out = {"url": store.url, "created": not existed, "schema": store.db.schema_state().current}
-        if spec is not None:
-            out["blobs"] = store.set_config("blobs.backend", spec)
-        return out
+        spec = probe_backend(blobs) if blobs is not None else None
+        db = Database(url)
+        try:
+            existed = db.schema_state().initialised
+        finally:
+            db.dispose()
+        with Store(url, create=True) as store:
+            out = {"url": store.url, "created": not existed}
+            out["schema"] = store.db.schema_state().current
+            if spec is not None:
+                out["blobs"] = store.set_config("blobs.backend", spec)
+            return out
+    except BaseException:
+        for folder in reversed(made):  # a refused init leaves no folder it made
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
 
 
 def migrate(url: str) -> dict[str, Any]:
@@ -421,7 +439,7 @@ class Store:
                 else "chunked"
             )
             out["artifacts"] = [
-                {"kind": k, "contract_version": v, "accepted_at": iso_utc(t)}
+                {"kind": k, "contract_version": v, "accepted_at": utc_text(t)}
                 for k, v, t in artifact_kinds(conn, row.digest.blake3)
             ]
             warns = warnings_of(conn, row.digest.blake3)
@@ -452,7 +470,7 @@ class Store:
                     rows = [] if found is None else [found]
                 else:  # the SHA-256 column is an index: only bytes that hash to it count
                     rows = _blobs.lookup_sha256_all(conn, p.hex)
-                if not any(_blobs.verify_stored(conn, row) is None for row in rows):
+                if not any(_intact(conn, row) for row in rows):
                     missing.append(p.text)
         return missing
 

@@ -36,13 +36,13 @@ from sqlalchemy.engine import Connection
 from ..core.digests import digest_bytes
 from ..core.errors import InputError, error
 from ..core.refs import parse_ref
+from ..core.times import utc_text
 from ..db.tables import blobs, log_checkpoints, log_entries, log_keys
 from ..db.transactions import Transactions
 from ..objects.log_entries import (
     LOG_LOCK,
     consistency_at,
     inclusion_at,
-    iso_time,
     log_size,
     parse_entry,
     root_at,
@@ -115,7 +115,7 @@ def _checkpoint_dict(row: Any, verifier: Verifier | None) -> dict[str, Any]:
             ) from None
         out["root"] = _b64(cp.root_hash)
         out["origin"] = cp.origin
-    out["signed_at"] = iso_time(row.signed_at)
+    out["signed_at"] = utc_text(row.signed_at)
     return out
 
 
@@ -447,7 +447,7 @@ def _sign(conn: Connection, signer: Signer) -> dict[str, Any]:
         "root": _b64(new_root),
         "origin": verifier.name,
         "note": note,
-        "signed_at": iso_time(now),
+        "signed_at": utc_text(now),
         "new": True,
     }
 

@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 
 from ..core.errors import error
 from ..core.results import ArtifactInfo, ArtifactResult, Document, IngestReport, Warning_
+from ..core.times import utc_text
 from ..db.tables import artifacts, attrs, blobs, edges, warnings
 from .blobs import put_many
 from .leases import hold, note_artifacts, step
@@ -38,7 +39,6 @@ __all__ = [
     "attr_match",
     "find_artifacts",
     "info_query",
-    "iso_utc",
     "list_artifacts",
     "put_artifact",
     "put_artifacts",
@@ -209,21 +209,6 @@ def warnings_of(conn: Connection, address: str) -> list[Warning_]:
     ]
 
 
-def iso_utc(t: Any) -> str:
-    """An ``accepted_at`` value as ISO 8601 in UTC.
-
-    SQLite's CURRENT_TIMESTAMP is UTC written without an offset; PostgreSQL returns an aware
-    datetime. Both come out as ``YYYY-MM-DDTHH:MM:SS+00:00``.
-    """
-    import datetime as _dt
-
-    if isinstance(t, _dt.datetime):
-        if t.tzinfo is None:
-            t = t.replace(tzinfo=_dt.UTC)
-        return t.astimezone(_dt.UTC).isoformat(timespec="seconds")
-    return str(t)
-
-
 def info_query() -> Any:
     """The columns of :class:`ArtifactInfo`: artifacts joined with their blob's size.
 
@@ -285,7 +270,7 @@ def _infos(conn: Connection, q: Any) -> list[ArtifactInfo]:
             "blake3:" + r.address,
             r.kind,
             r.contract_version,
-            iso_utc(r.accepted_at),
+            utc_text(r.accepted_at),
             None if r.size is None else int(r.size),
             "check.artifact-without-blob" if r.size is None else None,
         )

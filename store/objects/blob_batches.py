@@ -131,7 +131,7 @@ def expecting(
     return check
 
 
-class rereadable:  # noqa: N801 - used like a function, as one_shot is
+class rereadable:  # lower case: used like a function, as one_shot is
     """A stream for a transaction body that may be run again on contention.
 
     Calling the object returns ``stream`` positioned where it was at the first call: a

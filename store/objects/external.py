@@ -23,9 +23,11 @@ leaves it to the streaming path (:func:`evstore.objects.blobs.iter_stored`).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -46,6 +48,7 @@ __all__ = [
     "drain_deletions",
     "find_orphans",
     "iter_external",
+    "make_backend_dir",
     "probe_backend",
     "queue_deletions",
     "queue_orphans",
@@ -55,6 +58,8 @@ __all__ = [
 
 #: ``chunk_set`` of a row whose bytes are in a blob backend (``stored_in`` names it).
 EXTERNAL = -1
+#: Longest delay or grace honoured (about 100 years): a larger setting means "never".
+_MAX_SECONDS = 100 * 365 * 86400
 
 
 @dataclass(frozen=True)
@@ -94,33 +99,62 @@ def upload(
     """Make the object of ``dg`` present in ``where`` before its row is written.
 
     Cancels a pending deletion of the key first (in ``conn``'s transaction), uploads the
-    local file ``path`` (or ``data``) when the object is absent or of another size (always
-    with ``force``: a repair of damaged bytes), and checks its size after.
+    local file ``path`` (or ``data``) whatever is there already (an object left by a failed
+    put may be damaged; ``force`` is kept for callers that say so), and checks its size after.
 
     Raises:
         StoreStateError: ``blobs.unreachable`` (retryable), ``blobs.backend`` (the object
             has another size after the upload).
     """
     key = blob_key(dg.blake3)
-    conn.execute(
-        sa.delete(blob_deletions).where(
-            blob_deletions.c.backend == where.spec, blob_deletions.c.key == key
+    # Every queued deletion of this key, whatever spelling of a backend queued it.
+    conn.execute(sa.delete(blob_deletions).where(blob_deletions.c.key == key))
+    # Always uploaded: an object already there may be damaged, or be an orphan a collector
+    # is about to delete; a fresh upload also makes it young again.
+    if path is not None:
+        where.backend.put_file(key, path)
+    else:
+        assert data is not None
+        where.backend.put_bytes(key, data)
+    size = where.backend.stat(key)
+    if size != dg.size:
+        raise error(
+            "blobs.backend",
+            f"the blob backend {where.spec} holds {size} bytes under {key} after an "
+            f"upload of {dg.size}; nothing was stored",
+            backend=where.spec,
         )
-    )
-    if force or where.backend.stat(key) != dg.size:
-        if path is not None:
-            where.backend.put_file(key, path)
-        else:
-            assert data is not None
-            where.backend.put_bytes(key, data)
-        size = where.backend.stat(key)
-        if size != dg.size:
+
+
+def make_backend_dir(text: str) -> list[Path]:
+    """For a ``file:`` spec, create its directory; the folders this call made, outermost first.
+
+    Only ``evstore init --blobs`` creates a backend directory; every other use of a missing
+    one is ``blobs.unreachable`` (store/backends/file.py).
+
+    Raises:
+        InputError: ``blobs.spec``. StoreStateError: ``blobs.backend`` (it cannot be made).
+    """
+    spec = parse_spec(text)
+    if spec.kind != "file":
+        return []
+    made: list[Path] = []
+    for folder in reversed([Path(spec.path), *Path(spec.path).parents]):
+        if folder.exists():
+            continue
+        try:
+            folder.mkdir()
+        except OSError as exc:
+            for m in reversed(made):
+                with contextlib.suppress(OSError):
+                    m.rmdir()
             raise error(
                 "blobs.backend",
-                f"the blob backend {where.spec} holds {size} bytes under {key} after an "
-                f"upload of {dg.size}; nothing was stored",
-                backend=where.spec,
-            )
+                f"cannot create the blob backend directory {folder}: {exc.strerror}",
+                backend=spec.text,
+            ) from None
+        made.append(folder)
+    return made
 
 
 def probe_backend(text: str) -> str:
@@ -152,7 +186,7 @@ def queue_deletions(conn: Connection, doomed: list[tuple[str, str]]) -> None:
     if not doomed:
         return
     delay = int(setting(load_settings(conn), "blobs.deletion_delay_seconds"))
-    when = _dt.datetime.now(_dt.UTC) + _dt.timedelta(seconds=max(delay, 0))
+    when = _dt.datetime.now(_dt.UTC) + _dt.timedelta(seconds=min(max(delay, 0), _MAX_SECONDS))
     rows = [{"backend": spec, "key": blob_key(a), "not_before": when} for a, spec in doomed]
     for row in rows:
         exists = conn.execute(
@@ -185,7 +219,9 @@ def find_orphans(
         StoreStateError: ``blobs.unreachable`` / ``blobs.backend``.
     """  # noqa: D205
     grace = int(setting(load_settings(conn), "blobs.orphan_grace_seconds"))
-    cutoff = (now or _dt.datetime.now(_dt.UTC)) - _dt.timedelta(seconds=max(grace, 0))
+    cutoff = (now or _dt.datetime.now(_dt.UTC)) - _dt.timedelta(
+        seconds=min(max(grace, 0), _MAX_SECONDS)
+    )
     out: list[tuple[str, str, int]] = []
     for spec in backends_in_use(conn):
         listed = [x for x in open_backend(spec).list("blake3") if x.modified < cutoff]
@@ -195,9 +231,7 @@ def find_orphans(
             named = {
                 r[0]
                 for r in conn.execute(
-                    sa.select(blobs.c.address).where(
-                        blobs.c.address.in_(addresses), blobs.c.stored_in == spec
-                    )
+                    sa.select(blobs.c.address).where(blobs.c.address.in_(addresses))
                 )
             }
             queued = {
@@ -259,10 +293,10 @@ def drain_deletions(tx: Transactions, *, batch: int = 100, now: _dt.datetime | N
         due = conn.execute(q).all()
         for spec, key in due:
             address = key.rsplit("/", 1)[-1]
+            # Any row of the address keeps the object: two spellings of one backend (a
+            # symlinked directory, an added region) must never delete a live row's bytes.
             named = conn.execute(
-                sa.select(blobs.c.address).where(
-                    blobs.c.address == address, blobs.c.stored_in == spec
-                )
+                sa.select(blobs.c.address).where(blobs.c.address == address)
             ).first()
             if named is None:
                 open_backend(spec).delete(key)

@@ -3,7 +3,7 @@
 A listing with a cursor is ordered by key (blobs: address; artifacts: address then kind), so
 a page never repeats or skips an item that existed when the listing began, whatever is added
 meanwhile. A cursor is the last item's key: ``blake3:<hex>`` for a blob,
-``blake3:<hex>/<kind>`` for an artifact.
+``blake3:<hex>/<kind>`` for an artifact (store/core/cursors.py, the one spelling).
 """
 
 from __future__ import annotations
@@ -13,37 +13,25 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ..core.errors import error
+from ..core.cursors import cursor_key, listing_cursor
+from ..core.times import utc_text
 from ..db.tables import artifacts, blobs
-from .artifacts import ArtifactInfo, info_query, iso_utc, with_attr
+from .artifacts import ArtifactInfo, info_query, with_attr
 
 __all__ = ["PAGE", "artifact_cursor", "blob_cursor", "iter_artifacts", "iter_blobs"]
 
 #: Rows read per query while streaming a listing.
 PAGE = 1000
 
-_HEX = frozenset("0123456789abcdef")
-
-
-def _address(text: str, cursor: str) -> str:
-    hexpart = text.removeprefix("blake3:")
-    if not text.startswith("blake3:") or len(hexpart) != 64 or not set(hexpart) <= _HEX:
-        raise error(
-            "input.invalid",
-            f"cursor {cursor!r} is not a listing cursor (blake3:<64 hex>[/<kind>])",
-            cursor=cursor,
-        )
-    return hexpart
-
 
 def blob_cursor(address: str) -> str:
     """The cursor after a blob (its address, ``blake3:<hex>``)."""
-    return address
+    return listing_cursor(address)
 
 
 def artifact_cursor(info: ArtifactInfo) -> str:
     """The cursor after an artifact: ``blake3:<hex>/<kind>``."""
-    return f"{info.address}/{info.kind}"
+    return listing_cursor(info.address, info.kind)
 
 
 def iter_blobs(
@@ -57,7 +45,7 @@ def iter_blobs(
     Raises:
         InputError: ``input.invalid`` for a malformed cursor.
     """
-    key = _address(after.split("/", 1)[0], after) if after is not None else None
+    key = cursor_key(after)[0] if after is not None else None
     left = limit
     while left is None or left > 0:
         n = PAGE if left is None else min(PAGE, left)
@@ -90,10 +78,7 @@ def iter_artifacts(
     Raises:
         InputError: ``input.invalid`` for a malformed cursor.
     """
-    key: tuple[str, str] | None = None
-    if after is not None:
-        addr, _, k = after.partition("/")
-        key = (_address(addr, after), k)
+    key = cursor_key(after) if after is not None else None
     left = limit
     while left is None or left > 0:
         n = PAGE if left is None else min(PAGE, left)
@@ -117,7 +102,7 @@ def iter_artifacts(
                 "blake3:" + r.address,
                 r.kind,
                 r.contract_version,
-                iso_utc(r.accepted_at),
+                utc_text(r.accepted_at),
                 int(r.size),
             )
         if len(rows) < n:

@@ -34,6 +34,7 @@ from sqlalchemy.engine import Connection
 from ..core.canonical import dumps, dumps_many, loads
 from ..core.digests import Digest
 from ..core.errors import error
+from ..core.times import utc_text
 from ..db.engine import COPY_MIN_ROWS, commit_hook, copy_rows, driver_rows
 from ..tlog import merkle
 from .leases import HISTORY_HOOKS, ROOTED_HOOKS
@@ -49,7 +50,6 @@ __all__ = [
     "entry_bytes",
     "fetch_subtrees",
     "inclusion_at",
-    "iso_time",
     "log_history",
     "log_rooted",
     "log_size",
@@ -68,16 +68,6 @@ _HOOK = "log"
 _ENTRY_TYPES = ("int8", "varchar", "bytea")
 _NODE_TYPES = ("int4", "int8", "bytea")
 _FIELDS = {"accepted_at", "address", "kind", "op", "root", "sha256", "size", "v"}
-
-
-def iso_time(when: _dt.datetime) -> str:
-    """``when`` as RFC 3339 UTC with microseconds, e.g. ``2026-12-02T01:02:03.000456Z``.
-
-    A naive datetime (SQLite's ``CURRENT_TIMESTAMP``) is taken as UTC.
-    """
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=_dt.UTC)
-    return when.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _hex(value: str) -> str:
@@ -101,8 +91,8 @@ def entry_bytes(
         address: the object's BLAKE3 address, 64 hex with or without ``blake3:``.
         sha256: its SHA-256, 64 hex with or without ``sha256:``.
         size: its length in bytes.
-        accepted_at: the accepting time (:func:`iso_time`); an operator's claim, never part
-            of any address.
+        accepted_at: the accepting time (:func:`~evstore.core.times.utc_text`); an
+            operator's claim, never part of any address.
         kind: the artifact's kind (``ingest``), else None.
         root: the root name (``retain``, ``release``), else None.
 
@@ -151,7 +141,7 @@ def parse_entry(data: bytes) -> dict[str, Any]:
 
     try:
         obj = loads(data)
-    except Exception:  # noqa: BLE001 - any reader fault: the entry is not JSON
+    except Exception:  # any reader fault: the entry is not JSON
         raise bad("is not JSON") from None
     if not isinstance(obj, dict) or dumps(obj) != bytes(data):
         raise bad("is not a canonical (RFC 8785) JSON object")
@@ -177,7 +167,7 @@ class _Pending:
     def __call__(self, conn: Connection) -> None:
         if not self.items:
             return
-        now = iso_time(_dt.datetime.now(_dt.UTC))
+        now = utc_text(_dt.datetime.now(_dt.UTC))
         # One canonical form for all entries, one domain pass (canonical.dumps_many).
         objs = [_entry(op, a, s, n, now, k, r) for op, a, s, n, k, r in self.items]
         datas = dumps_many(objs)

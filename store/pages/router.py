@@ -22,7 +22,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FunctionLoader, StrictUndefined, select_autoescape
 
-from .. import EvstoreError, error
+from .. import EvstoreError, error, http_status
 from . import contract_views as cv
 from . import keeping, views
 from .render import ev_text, is_ref, query
@@ -45,7 +45,6 @@ _HEADERS = {
     "Cross-Origin-Opener-Policy": "same-origin",
 }
 _STATIC = {"pages.css": "text/css; charset=utf-8", "pages.js": "text/javascript; charset=utf-8"}
-_STATUS = {"input": 400, "not-found": 404, "corruption": 500, "store": 503}
 
 
 def _template_source(name: str) -> str:
@@ -65,14 +64,6 @@ def _environment() -> Environment:
     env.globals["is_ref"] = is_ref
     env.globals["query"] = query
     return env
-
-
-def _status_of(err: EvstoreError) -> int:
-    code = err.code
-    for prefix, status in _STATUS.items():
-        if code.startswith(prefix + "."):
-            return status
-    return 409 if err.family == "binding" else (422 if err.family == "contract" else 400)
 
 
 class _Pages:
@@ -142,7 +133,8 @@ class _Pages:
         return HTMLResponse(html, status_code=status, headers=headers)
 
     def fail(self, request: Request, err: EvstoreError) -> HTMLResponse:
-        return self.render(request, "error.html", _status_of(err), err=err.to_dict())
+        # The status the API gives the same error (one table: evstore.http_status).
+        return self.render(request, "error.html", http_status(err), err=err.to_dict())
 
 
 def _same_origin(request: Request) -> bool:
@@ -206,7 +198,7 @@ def _static_routes(router: APIRouter) -> None:
 
 def _auth_routes(router: APIRouter, pages: _Pages) -> None:
     @router.get("/ui/signin")
-    def signin_form(request: Request, next: str = "") -> HTMLResponse:  # noqa: A002
+    def signin_form(request: Request, next: str = "") -> HTMLResponse:
         return pages.render(request, "signin.html", next=_safe_next(pages, request, next))
 
     @router.post("/ui/signin")

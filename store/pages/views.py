@@ -12,7 +12,16 @@ from typing import Any
 
 from markupsafe import Markup
 
-from .. import EvstoreError, edges_from, error, kind_counts, kind_page, normalize_uuid, verify_now
+from .. import (
+    EvstoreError,
+    edges_from,
+    error,
+    kind_counts,
+    kind_page,
+    list_page,
+    normalize_uuid,
+    verify_now,
+)
 from .render import JsonBudget, ev_text, is_ref, json_tree, object_url, query, utf8_floor
 
 __all__ = [
@@ -64,13 +73,9 @@ def home_view(store: Any, extras: dict[str, Any]) -> dict[str, Any]:
 
 def kind_view(store: Any, base: str, kind: str, after: str | None) -> dict[str, Any]:
     """One page of the artifacts of ``kind`` in key order, with the cursor of the next page."""
-    rows = list(store.iter_artifacts(kind, after=after, limit=LIST_PAGE + 1))
-    nxt = None
-    if len(rows) > LIST_PAGE:
-        rows = rows[:LIST_PAGE]
-        nxt = f"{rows[-1].address}/{rows[-1].kind}"
-    items = [{"info": r, "url": page_for(base, r.address, [r.kind])} for r in rows]
-    return {"kind": kind, "items": items, "next": nxt, "after": after}
+    page = list_page(store, kind=kind, after=after, limit=LIST_PAGE)
+    items = [{"info": r, "url": page_for(base, r["address"], [r["kind"]])} for r in page]
+    return {"kind": kind, "items": items, "next": page.next, "after": after}
 
 
 def _find(store: Any, name: str, value: str, kind: str | None = None) -> list[Any]:

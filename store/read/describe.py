@@ -12,9 +12,10 @@ import sqlalchemy as sa
 
 from ..core.errors import error
 from ..core.refs import parse_ref
+from ..core.times import utc_text
 from ..db.rawread import FALLBACK, point_row
 from ..db.tables import edges
-from ..objects.artifacts import artifact_kinds, iso_utc, warnings_of
+from ..objects.artifacts import artifact_kinds, warnings_of
 from ..objects.lineage import referrers, resolve
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def describe_artifact(store: Store, ref: str) -> dict[str, Any]:
             "sha256": "sha256:" + row.digest.sha256,
             "size": row.digest.size,
             "kinds": [
-                {"kind": k, "contract_version": v, "accepted_at": iso_utc(t)} for k, v, t in kinds
+                {"kind": k, "contract_version": v, "accepted_at": utc_text(t)} for k, v, t in kinds
             ],
             "warnings": [w.to_dict() for w in warnings_of(conn, address)],
             "edges": [{"role": role, "dst": "blake3:" + dst} for role, dst in out_edges],

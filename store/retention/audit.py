@@ -35,6 +35,7 @@ from sqlalchemy.engine import Connection
 from ..check.checker import UNWRITABLE, audit_bytes, parse_since, write_verified
 from ..core.digests import digest_bytes
 from ..core.errors import EvstoreError, StoreStateError, error
+from ..core.times import utc_text
 from ..db.settings import load_settings
 from ..db.tables import audits, bindings, edges, roots, verified
 from ..db.transactions import Transactions
@@ -81,7 +82,8 @@ class AuditRun:
 
     Attributes:
         id: the run's id in the ``audits`` table (None when not recorded).
-        started_at, finished_at: ISO 8601 UTC (the database's clock).
+        started_at, finished_at: RFC 3339 UTC (:func:`~evstore.core.times.utc_text`; the
+            database's clock).
         scope: the options as asked (JSON-ready).
         roots: per root: ``{"root", "verdict", "entries": [{"address", "kinds", "objects",
             "verdict", "faults"}]}``.
@@ -400,7 +402,7 @@ def _scope(options: AuditOptions) -> dict[str, Any]:
         "roots": list(options.roots),
         "sample": options.sample,
         "seed": options.seed,
-        "since": since.isoformat() if isinstance(since, _dt.datetime) else since,
+        "since": utc_text(since) if isinstance(since, _dt.datetime) else since,
     }
 
 
@@ -430,7 +432,7 @@ def run_audit(
     run = AuditRun(scope=_scope(options))
     with db.read() as conn:
         now = db_now(conn)
-        run.started_at = now.isoformat()
+        run.started_at = utc_text(now)
         scope = _entries(conn, options.roots, now)
         empty = [n for n in options.roots if not scope.get(n)]
         if empty:
@@ -472,6 +474,7 @@ def run_audit(
 def _record(db: Transactions, run: AuditRun, clean: list[tuple[str, str]]) -> None:
     def write(conn: Connection) -> int:
         now = db_now(conn)
+        run.finished_at = utc_text(now)
         if clean:
             write_verified(conn, sorted(set(clean)), now)
         per_root = [
@@ -509,8 +512,8 @@ def audit_history(conn: Connection, limit: int = 50) -> list[dict[str, Any]]:
         out.append(
             {
                 "id": r.id,
-                "started_at": _iso(r.started_at),
-                "finished_at": _iso(r.finished_at),
+                "started_at": utc_text(r.started_at),
+                "finished_at": utc_text(r.finished_at),
                 "actor": r.actor,
                 "scope": json.loads(r.scope),
                 "verdict": r.verdict,
@@ -519,11 +522,3 @@ def audit_history(conn: Connection, limit: int = 50) -> list[dict[str, Any]]:
             }
         )
     return out
-
-
-def _iso(t: Any) -> str:
-    if isinstance(t, _dt.datetime):
-        if t.tzinfo is None:
-            t = t.replace(tzinfo=_dt.UTC)
-        return t.astimezone(_dt.UTC).isoformat()
-    return str(t)

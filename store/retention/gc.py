@@ -40,13 +40,7 @@ from sqlalchemy.engine import Connection
 from ..core.errors import error
 from ..core.results import GcReport
 from ..db.transactions import Transactions
-from ..objects.external import (
-    EXTERNAL,
-    drain_deletions,
-    find_orphans,
-    queue_deletions,
-    queue_orphans,
-)
+from ..objects.external import EXTERNAL, drain_deletions, queue_deletions
 from ..objects.leases import db_now, record, sql_time
 
 __all__ = ["BATCH", "GcReport", "MAX_ROUNDS", "collect", "garbage", "leased", "vacuum"]
@@ -304,9 +298,9 @@ def collect(
             report.skipped = len(found)
             break
     if not dry_run:
-        # Bytes in a blob backend whose rows went earlier (after their delay), and objects
-        # no row names (after the orphan grace: crashed or abandoned uploads).
-        db.run_transaction(lambda conn: queue_orphans(conn, find_orphans(conn)))
+        # Bytes in a blob backend whose rows went earlier, once their delay has passed.
+        # Objects no row names (abandoned uploads) are reported by `check`, never deleted
+        # here: a concurrent put may be reusing one (docs/design.md).
         drain_deletions(db)
     report.seconds = time.monotonic() - started
     return report

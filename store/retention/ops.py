@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection
 
 from ..core.errors import error
 from ..core.refs import parse_ref
+from ..core.times import utc_text
 from ..db.tables import retention_history, roots
 from ..objects import blobs as _blobs
 from ..objects.leases import (
@@ -87,21 +88,25 @@ def parse_until(value: _dt.datetime | str, now: _dt.datetime) -> _dt.datetime:
     if when <= now:
         raise error(
             "input.invalid",
-            f"--until {text!r} is not after now ({now.astimezone(_dt.UTC).isoformat()}):"
-            " release the entries instead",
+            f"--until {text!r} is not after now ({utc_text(now)}): release the entries instead",
             until=text,
         )
     return when
 
 
 def _iso(t: Any) -> str | None:
-    if t is None:
-        return None
-    if isinstance(t, str):
-        t = _dt.datetime.fromisoformat(t)
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=_dt.UTC)
-    return str(t.astimezone(_dt.UTC).isoformat())
+    return None if t is None else utc_text(t)
+
+
+def _detail(text: str) -> Any:
+    """A history row's ``detail`` with its ``until`` in today's spelling.
+
+    Rows written before issue 24 hold ``+00:00`` and a fraction only when it was not zero.
+    """
+    detail = json.loads(text)
+    if isinstance(detail, dict) and isinstance(detail.get("until"), str):
+        detail["until"] = utc_text(detail["until"])
+    return detail
 
 
 def _resolve(conn: Connection, refs: Sequence[str]) -> list[str]:
@@ -190,7 +195,7 @@ class RetentionOps:
                 ),
                 [{"n": root, "a": a, "u": stamp} for a in addresses],
             )
-            detail = {"until": None if when is None else when.isoformat()}
+            detail = {"until": _iso(when)}
             with rooting(root, actor):
                 record(conn, "retain", root=root, addresses=addresses, detail=detail, now=now)
             return {
@@ -286,7 +291,7 @@ class RetentionOps:
                 "action": r.action,
                 "root": r.root,
                 "address": None if r.address is None else "blake3:" + r.address,
-                "detail": json.loads(r.detail),
+                "detail": _detail(r.detail),
             }
             for r in rows
         ]

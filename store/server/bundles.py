@@ -28,7 +28,7 @@ _SPOOL = 8 << 20
 
 async def receive_tar(request: Request) -> IO[bytes]:
     """The request body in a spooled temporary file (the guard bounds its size)."""
-    spool: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=_SPOOL)  # noqa: SIM115
+    spool: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=_SPOOL)
     try:
         async for chunk in request.stream():
             spool.write(chunk)
@@ -70,7 +70,7 @@ def unpack_bundle(spool: IO[bytes], into: str, limit: int) -> str:
             :data:`MAX_MEMBERS` members or more than ``limit`` bytes in all).
     """
     try:
-        archive = tarfile.open(fileobj=spool, mode="r:")  # noqa: SIM115
+        archive = tarfile.open(fileobj=spool, mode="r:")
     except (tarfile.TarError, OSError) as exc:
         raise error(
             "bundle.archive-malformed", f"the body is not a plain tar archive ({exc})"

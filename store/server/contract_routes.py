@@ -47,7 +47,7 @@ _BYTES: dict[int | str, dict[str, Any]] = {
     responses=OBJECT_RESPONSES,
 )
 def artifacts(
-    kind: str | None = Query(None, description="Only artifacts of this kind."),  # noqa: B008
+    kind: str | None = Query(None, description="Only artifacts of this kind."),
     one: Served = Depends(reader),  # noqa: B008
 ) -> dict[str, Any]:
     """``{"artifacts": [...]}`` in acceptance order (``P/v1/ls`` pages in key order)."""
@@ -74,7 +74,7 @@ def quote(ref: str, one: Served = Depends(reader)) -> Response:  # noqa: B008
     responses=OBJECT_RESPONSES,
 )
 def fragments(
-    document_id: str = Query(..., description="The fragments' document_id."),  # noqa: B008
+    document_id: str = Query(..., description="The fragments' document_id."),
     one: Served = Depends(reader),  # noqa: B008
 ) -> dict[str, Any]:
     """``{"fragments": [{"address", "kind", "contract_version", "accepted_at", "size"}]}``."""
@@ -87,8 +87,8 @@ def fragments(
     responses=OBJECT_RESPONSES,
 )
 def fragment_sources(
-    document_id: str = Query(..., description="The document_id."),  # noqa: B008
-    fragment_id: str = Query(..., description="The fragment_id."),  # noqa: B008
+    document_id: str = Query(..., description="The document_id."),
+    fragment_id: str = Query(..., description="The fragment_id."),
     one: Served = Depends(reader),  # noqa: B008
 ) -> dict[str, Any]:
     """``{"sources": [...]}``: each listed artifact with its parsed ``record``."""
@@ -121,10 +121,10 @@ def _ranges(values: list[str]) -> list[tuple[int, int]]:
 )
 def excerpt(
     ref: str,
-    range: list[str] = Query(  # noqa: A002, B008
+    range: list[str] = Query(  # noqa: B008
         [], description="A cited range of unit ids START:END, inclusive (repeatable)."
     ),
-    window: int = Query(0, ge=0, description="Units of context added on each side."),  # noqa: B008
+    window: int = Query(0, ge=0, description="Units of context added on each side."),
     one: Served = Depends(reader),  # noqa: B008
 ) -> dict[str, Any]:
     """``{"ok", "source", "window", "units", "address", "excerpt"}`` as ``excerpt --json``."""
@@ -171,7 +171,7 @@ def export(ref: str, one: Served = Depends(reader)) -> Response:  # noqa: B008
     responses={**OBJECT_RESPONSES, **_BYTES},
 )
 def manifest_content(
-    manifest_ref: str = Query(..., description="The manifest's manifest/ref."),  # noqa: B008
+    manifest_ref: str = Query(..., description="The manifest's manifest/ref."),
     one: Served = Depends(reader),  # noqa: B008
 ) -> Response:
     """The exact bytes of the manifest's content/ref, verified first."""

@@ -54,8 +54,8 @@ def checkpoint(one: Served = Depends(reader)) -> PlainTextResponse:  # noqa: B00
     responses=OBJECT_RESPONSES,
 )
 def entries(
-    start: int = Query(0, ge=0),  # noqa: B008
-    end: int | None = Query(None, ge=0),  # noqa: B008
+    start: int = Query(0, ge=0),
+    end: int | None = Query(None, ge=0),
     one: Served = Depends(reader),  # noqa: B008
 ) -> JSONResponse:
     """``{"entries": [...]}``; immutable when the whole range lies in the latest checkpoint."""
@@ -76,8 +76,8 @@ def entries(
     responses=OBJECT_RESPONSES,
 )
 def inclusion(
-    ref: str | None = Query(None),  # noqa: B008
-    index: int | None = Query(None, ge=0),  # noqa: B008
+    ref: str | None = Query(None),
+    index: int | None = Query(None, ge=0),
     one: Served = Depends(reader),  # noqa: B008
 ) -> PlainTextResponse:
     """The tlog-proof text of ``evstore prove REF [--index N]``."""
@@ -90,8 +90,8 @@ def inclusion(
     responses=OBJECT_RESPONSES,
 )
 def consistency(
-    old: int = Query(..., ge=0),  # noqa: B008
-    new: int | None = Query(None, ge=0),  # noqa: B008
+    old: int = Query(..., ge=0),
+    new: int | None = Query(None, ge=0),
     one: Served = Depends(reader),  # noqa: B008
 ) -> JSONResponse:
     """The JSON of ``evstore prove --consistency OLD [NEW]``."""

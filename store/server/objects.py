@@ -221,7 +221,7 @@ def _stream_range(store: Store, ref: str, start: int, end: int) -> Iterator[byte
 )
 def stat_object(
     ref: str,
-    verify: bool = Query(False, description="Re-hash the stored bytes first."),  # noqa: B008
+    verify: bool = Query(False, description="Re-hash the stored bytes first."),
     one: Served = Depends(reader),  # noqa: B008
 ) -> dict[str, Any]:
     """The JSON of ``Store.stat`` (``evstore stat --json``); 500 when ``verify`` finds damage."""
@@ -248,7 +248,7 @@ class _Sink:
     """A spooled temporary file that hashes what it is given (when an expected ref asks)."""
 
     def __init__(self, hashing: bool) -> None:
-        self.file = tempfile.SpooledTemporaryFile(max_size=SPOOL_MAX)  # noqa: SIM115
+        self.file = tempfile.SpooledTemporaryFile(max_size=SPOOL_MAX)
         self.hashing = hashing
         self.b3 = blake3.blake3()
         self.sha = hashlib.sha256()
@@ -262,10 +262,10 @@ class _Sink:
 
 async def put_object(
     request: Request,
-    expect: str | None = Query(  # noqa: B008
+    expect: str | None = Query(
         None, description="A content ref the bytes must hash to; else 422, nothing stored."
     ),
-    root: str | None = Query(  # noqa: B008
+    root: str | None = Query(
         None, description="Root the object under this root (default: default)."
     ),
     one: Served = Depends(ingester),  # noqa: B008

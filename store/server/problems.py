@@ -1,9 +1,10 @@
 """Errors over HTTP: every evstore error as ``application/problem+json`` (RFC 9457).
 
-The status comes from the code (:data:`STATUS_BY_CODE`), else from the error's family
-(:data:`STATUS_BY_FAMILY`): 400 malformed ref or input, 404 unknown, 409 binding conflict,
-422 contract violation, 401/403 authentication and scope, 413 too large, 503 busy (with
-``Retry-After``), 500 corruption and other store faults. The body carries the evstore code,
+The status is :func:`evstore.http_status` (the one table, in store/core/error_codes.py, that
+the pages and the client share): from the code, else from the error's family: 400 malformed
+ref or input, 404 unknown, 409 binding conflict, 422 contract violation, 401/403
+authentication and scope, 413 too large, 503 busy (with ``Retry-After``), 500 corruption and
+other store faults. The body carries the evstore code,
 message, contract rule and JSON Pointer, and ``errors``: every fault (validate lists many).
 """
 
@@ -16,13 +17,11 @@ from typing import Any
 
 from starlette.responses import Response
 
-from .. import EvstoreError
+from .. import EvstoreError, http_status
 
 __all__ = [
     "PROBLEM_TYPE",
     "RETRY_AFTER_S",
-    "STATUS_BY_CODE",
-    "STATUS_BY_FAMILY",
     "problem",
     "problem_body",
     "status_of",
@@ -34,34 +33,10 @@ PROBLEM_TYPE = "https://evstore.dev/errors/"
 #: Seconds a client is asked to wait after a 503 (``Retry-After``).
 RETRY_AFTER_S = 1
 
-#: Status by family of the evstore error tree (evstore.core.errors).
-STATUS_BY_FAMILY: Mapping[str, int] = {
-    "input": 400,
-    "contract": 422,
-    "binding": 409,
-    "not-found": 404,
-    "corruption": 500,
-    "store": 500,
-}
-
-#: Codes whose status is not their family's.
-STATUS_BY_CODE: Mapping[str, int] = {
-    "http.unauthorized": 401,
-    "http.forbidden": 403,
-    "http.method": 405,
-    "http.too-large": 413,
-    "http.range": 416,
-    "put.digest-mismatch": 422,
-    "http.busy": 503,
-    "store.busy": 503,
-    "store.timeout": 503,
-    "store.unreachable": 503,
-}
-
 
 def status_of(err: EvstoreError) -> int:
-    """The HTTP status of an evstore error (code first, then family)."""
-    return STATUS_BY_CODE.get(err.code, STATUS_BY_FAMILY.get(err.family, 500))
+    """The HTTP status of an evstore error (code first, then family): ``evstore.http_status``."""
+    return http_status(err)
 
 
 def problem_body(

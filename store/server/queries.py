@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query
 
-from .. import check_kind, describe_artifact, error, normalize_uuid
+from .. import describe_artifact, error, find_with_warnings, list_page
 from .app import Served
 from .auth import reader
 from .wire import OBJECT_RESPONSES
@@ -37,7 +37,7 @@ def artifact(ref: str, one: Served = Depends(reader)) -> dict[str, Any]:  # noqa
 )
 def refs(
     ref: str,
-    all: bool = Query(False, description="Referrers of referrers too (--all)."),  # noqa: A002, B008
+    all: bool = Query(False, description="Referrers of referrers too (--all)."),
     one: Served = Depends(reader),  # noqa: B008
 ) -> dict[str, Any]:
     """``{"ref", "refs": [{"address", "kinds", "role", "refers_to", "depth"}]}``."""
@@ -61,26 +61,13 @@ def closure(ref: str, one: Served = Depends(reader)) -> dict[str, Any]:  # noqa:
     responses=OBJECT_RESPONSES,
 )
 def find(
-    name: str = Query(..., description="A lookup attribute (docs/kinds.md)."),  # noqa: B008
-    value: str = Query(..., description="Its value, compared whole."),  # noqa: B008
-    kind: str | None = Query(None, description="Only artifacts of this kind."),  # noqa: B008
+    name: str = Query(..., description="A lookup attribute (docs/kinds.md)."),
+    value: str = Query(..., description="Its value, compared whole."),
+    kind: str | None = Query(None, description="Only artifacts of this kind."),
     one: Served = Depends(reader),  # noqa: B008
 ) -> dict[str, Any]:
     """``{"artifacts": [...]}`` with each one's warnings; 404 ``not-found.artifact`` if none."""
-    if kind is not None:
-        check_kind(kind)
-    if name == "package_id":
-        value = normalize_uuid(value)  # UUIDs compare case-insensitively
-    rows = []
-    for a in one.store.find(name, value, kind=kind):
-        d = a.to_dict()
-        w = one.store.warnings(a.address)
-        if w:
-            d["warnings"] = w
-        rows.append(d)
-    if not rows:
-        raise error("not-found.artifact", f"no artifact with {name} = {value!r}")
-    return {"artifacts": rows}
+    return {"artifacts": find_with_warnings(one.store, name, value, kind=kind)}
 
 
 @router.get(
@@ -89,10 +76,10 @@ def find(
     responses=OBJECT_RESPONSES,
 )
 def ls(
-    kind: str | None = Query(None, description="Only artifacts of this kind."),  # noqa: B008
-    limit: int = Query(1000, ge=1, description="At most this many items."),  # noqa: B008
-    after: str | None = Query(None, description="The `next` cursor of the last page."),  # noqa: B008
-    blobs: bool = Query(False, description="List blobs instead of artifacts."),  # noqa: B008
+    kind: str | None = Query(None, description="Only artifacts of this kind."),
+    limit: int = Query(1000, ge=1, description="At most this many items."),
+    after: str | None = Query(None, description="The `next` cursor of the last page."),
+    blobs: bool = Query(False, description="List blobs instead of artifacts."),
     one: Served = Depends(reader),  # noqa: B008
 ) -> dict[str, Any]:
     """``{"items": [...], "next": CURSOR|null}``; a stable order, so pages never repeat."""
@@ -100,20 +87,6 @@ def ls(
         raise error("http.request", f"limit is at most {one.limits.page}", limit=one.limits.page)
     if blobs and kind is not None:
         raise error("http.request", "blobs=1 lists every blob: kind does not apply")
-    items: list[dict[str, Any]] = []
-    last: str | None = None
-    more = False
-    if blobs:
-        source: Any = one.store.iter_blobs(after=after, limit=limit + 1)
-    else:
-        source = (
-            dict(a.to_dict(), cursor=f"{a.address}/{a.kind}")
-            for a in one.store.iter_artifacts(kind, after=after, limit=limit + 1)
-        )
-    for n, item in enumerate(source):
-        if n >= limit:
-            more = True
-            break
-        last = str(item.pop("cursor", item["address"]))
-        items.append(item)
-    return {"items": items, "next": last if more else None}
+    page = list_page(one.store, blobs=blobs, kind=kind, after=after, limit=limit)
+    items = list(page)
+    return {"items": items, "next": page.next}

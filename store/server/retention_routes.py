@@ -46,7 +46,7 @@ async def list_roots(one: Served = Depends(reader)) -> dict[str, Any]:  # noqa: 
     responses=OBJECT_RESPONSES,
 )
 async def history(
-    limit: int = Query(1000, ge=1, le=100_000, description="Events listed."),  # noqa: B008
+    limit: int = Query(1000, ge=1, le=100_000, description="Events listed."),
     one: Served = Depends(reader),  # noqa: B008
 ) -> dict[str, Any]:
     """``{"events": [{"at", "actor", "action", "root", "address", "detail"}]}``."""

@@ -273,10 +273,10 @@ async def validate(request: Request, one: Served = Depends(reader)) -> Response:
 )
 async def bundles(
     request: Request,
-    source_document: str | None = Query(  # noqa: B008
+    source_document: str | None = Query(
         None, description="Check the evidence context against this stored source document."
     ),
-    root: str | None = Query(  # noqa: B008
+    root: str | None = Query(
         None, description="Root what the bundle stores under this root (default: default)."
     ),
     one: Served = Depends(ingester),  # noqa: B008

@@ -47,6 +47,7 @@ def blob_backend(request: pytest.FixtureRequest, tmp_path: Path):
     from evstore.backends.spec import open_backend
 
     if request.param == "file":
+        (tmp_path / "blobs").mkdir()
         return open_backend(f"file:{tmp_path / 'blobs'}")
     sw = request.getfixturevalue("s3_server")
     return open_backend(f"s3://{sw.bucket}/t{uuid.uuid4().hex[:12]}?endpoint={sw.endpoint}")

@@ -102,7 +102,7 @@ def start(root: Path, timeout: float = 150.0) -> Seaweed:
     return sw
 
 
-def _spawn(weed, root, config, master, volume, filer, s3, log):  # noqa: ANN001, ANN202
+def _spawn(weed, root, config, master, volume, filer, s3, log):
     return subprocess.Popen(
         [
             weed,
@@ -158,7 +158,7 @@ def _wait(sw: Seaweed, weed: str, timeout: float) -> None:
 
 def _answers(sw: Seaweed) -> bool:
     try:
-        urllib.request.urlopen(f"{sw.endpoint}/", timeout=2)  # noqa: S310 - 127.0.0.1 only
+        urllib.request.urlopen(f"{sw.endpoint}/", timeout=2)
     except urllib.error.HTTPError:
         return True  # 403 without a signature: the gateway answers
     except OSError:

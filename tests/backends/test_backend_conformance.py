@@ -92,6 +92,7 @@ def test_list_by_directory_prefix_and_delete(blob_backend):
 
 
 def test_the_directory_backend_writes_whole_files_or_nothing(tmp_path):
+    (tmp_path / "blobs").mkdir()
     b = open_backend(f"file:{tmp_path / 'blobs'}")
     key = blob_key(ADDR)
     with pytest.raises(FileNotFoundError):
@@ -153,6 +154,31 @@ def test_a_file_spec_is_made_absolute(tmp_path, monkeypatch):
     ],
 )
 def test_a_malformed_spec_is_a_typed_input_error(text):
+    with pytest.raises(evstore.InputError) as info:
+        parse_spec(text)
+    assert info.value.code == "blobs.spec"
+
+
+def test_a_missing_directory_is_unreachable_never_recreated(tmp_path):
+    b = open_backend(f"file:{tmp_path / 'gone'}")
+    for call in (lambda: b.stat(blob_key(ADDR)), lambda: b.put_bytes(blob_key(ADDR), b"x")):
+        with pytest.raises(evstore.StoreStateError) as info:
+            call()
+        assert info.value.code == "blobs.unreachable"
+    assert not (tmp_path / "gone").exists()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "s3://bucket/x?endpoint=http://u:p@127.0.0.1:1",
+        "s3://bucket/x?region=us%26endpoint%3Dhttp://127.0.0.1:2",
+        "s3://bucket/x?endpoint=http://127.0.0.1:2#frag",
+        "s3://bucket/x?region=US",
+        "s3://bucket/" + "p" * 500,
+    ],
+)
+def test_a_spec_that_would_not_read_back_the_same_is_refused(text):
     with pytest.raises(evstore.InputError) as info:
         parse_spec(text)
     assert info.value.code == "blobs.spec"

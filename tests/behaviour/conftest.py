@@ -20,7 +20,7 @@ import pytest
 import evstore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
-from serverkit import make_tokens, start_process  # noqa: E402 - found through the path above
+from serverkit import make_tokens, start_process
 
 #: Every implementation of evstore.StoreProtocol the suite runs against.
 IMPLEMENTATIONS = ("local-sqlite", "local-postgresql", "remote-sqlite", "remote-postgresql")

@@ -25,7 +25,7 @@ class Liar(BaseHTTPRequestHandler):
     def log_message(self, *args):  # quiet
         pass
 
-    def do_GET(self):  # noqa: N802 - the stdlib's name
+    def do_GET(self):
         self.seen.append(self.path)
         mode = self.server.mode  # type: ignore[attr-defined]
         if mode == "wrong-bytes":

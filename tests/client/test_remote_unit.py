@@ -410,6 +410,26 @@ def art(n: int, kind: str = "json") -> dict:
     }
 
 
+def test_a_listing_by_attribute_starts_after_the_cursor_and_refuses_a_malformed_one():
+    rows = [art(3), art(1), art(2, "manifest"), art(2)]
+    script = Script(httpx.Response(200, json={"artifacts": rows}))
+    store, _ = remote(script)
+    got = store.iter_artifacts(attr=("key", "k"), after=art(1)["address"] + "/json")
+    assert [(a.address, a.kind) for a in got] == [
+        (art(2)["address"], "json"),
+        (art(2)["address"], "manifest"),
+        (art(3)["address"], "json"),
+    ]
+    got = store.iter_artifacts(attr=("key", "k"), after=art(2)["address"], limit=1)
+    assert [(a.address, a.kind) for a in got] == [(art(2)["address"], "json")]
+    sent = len(script.requests)
+    for bad in ("garbage", "blake3:xyz/json", art(1)["address"].upper()):
+        with pytest.raises(evstore.InputError) as exc:
+            store.iter_artifacts(attr=("key", "k"), after=bad)
+        assert exc.value.code == "input.invalid" and exc.value.details == {"cursor": bad}
+    assert len(script.requests) == sent  # refused before any request, as a local store does
+
+
 def test_ls_follows_the_cursor_and_sorts_oldest_first():
     pages = {None: ([art(1), art(2)], "c2"), "c2": ([art(3)], None)}
 
@@ -759,6 +779,7 @@ def test_gc_and_closure_answers_are_the_library_types_and_their_json():
         "seconds": 0.012,
         "vacuumed": False,
         "objects": [{"address": ADDRESS, "size": 6}],
+        "leased": [],
     }
     seen = []
     store, _ = remote(Script(httpx.Response(200, json=answer)))

@@ -75,7 +75,7 @@ def _cli(url: str, *args: str) -> str:
 @pytest.fixture
 def served(store_url, tmp_path):
     """A store with the examples, hostile evidence and the shared fixtures, served by a real
-    ``evstore serve`` on 127.0.0.1; yields (base URL, read token, ids, store)."""  # noqa: D205
+    ``evstore serve`` on 127.0.0.1; yields (base URL, read token, ids, store)."""
     _require_tools()
     store = evstore.open(store_url)
     ids = ingest_examples(store)
@@ -134,7 +134,7 @@ def served(store_url, tmp_path):
 
 def _console(message, problems: list[str]) -> None:
     """Keep console errors and warnings but the HTTP statuses the test provokes itself
-    (the sign-in page's 401, a search that finds nothing)."""  # noqa: D205
+    (the sign-in page's 401, a search that finds nothing)."""
     if message.type in ("error", "warning") and not message.text.startswith(
         "Failed to load resource: the server responded with a status of"
     ):

@@ -55,7 +55,7 @@ class _Tags(HTMLParser):
 
 def unsafe_markup(page: str) -> list[str]:
     """What a page must never hold: handler attributes, inline or foreign scripts, script
-    URLs in links or forms, elements that load anything from elsewhere."""  # noqa: D205
+    URLs in links or forms, elements that load anything from elsewhere."""
     parser = _Tags()
     parser.feed(page)
     bad = []
@@ -552,3 +552,33 @@ def test_roots_audits_and_log_are_shown_where_the_store_keeps_them(store):
     else:
         status = store.log.status()
         assert f"{status['size']:,} entries" in home
+
+
+class _Failing:
+    """A stand-in store whose ``stat`` raises one error (what the object page reads first)."""
+
+    def __init__(self, err):
+        self.err = err
+
+    def stat(self, ref):
+        raise self.err
+
+
+def test_an_error_page_has_the_status_the_api_gives_the_same_error():
+    from evstore.core.errors import CODES
+    from evstore.server.problems import status_of
+
+    seen = {}
+    for code in sorted(CODES):
+        err = evstore.error(code, f"the {code} fault")
+        r = client(_Failing(err)).get("/ui/object/blake3:" + "0" * 64)
+        assert r.status_code == status_of(err), code
+        assert f"<h1>{code}</h1>" in r.text
+        seen[code] = r.status_code
+    # The pages once had their own table: every store.* code was 503, and a code outside the
+    # family prefixes (http.busy, audit.missing, http.route) fell through to 400.
+    assert seen["store.missing"] == seen["store.schema-behind"] == 500
+    assert seen["store.busy"] == seen["http.busy"] == 503
+    assert seen["audit.missing"] == seen["corruption.digest"] == 500
+    assert seen["http.route"] == seen["not-found.blob"] == 404
+    assert seen["manifest.schema"] == 422 and seen["manifest.ref-rebound"] == 409

@@ -468,7 +468,7 @@ def test_pg_backend_terminated_during_a_call_is_unreachable(store_url):
             try:
                 s.put(b"blocked then cut off")
                 outcome["err"] = None
-            except BaseException as exc:  # noqa: BLE001 - the test inspects it
+            except BaseException as exc:
                 outcome["err"] = exc
 
         worker = threading.Thread(target=blocked_put)

@@ -43,6 +43,7 @@ from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
 from ...core.errors import EvstoreError, Faults, error, join_pointer
+from ...core.json_schema import truncated_fault
 from ...core.near import near_member, near_members
 from .schema import (
     DESCRIPTOR_RULES,
@@ -187,7 +188,9 @@ def check_descriptor(
         ``context.descriptor-shape``, ``context.descriptor-kind``,
         ``context.descriptor-media-type``, ``context.descriptor-schema-id``,
         ``context.descriptor-schema-name``, ``context.unsupported-version``,
-        ``context.descriptor-logical-file``.
+        ``context.descriptor-logical-file``. More unknown members than
+        :data:`~evstore.core.json_schema.MAX_SCHEMA_FAULTS`: the first are listed, then one
+        ``context.descriptor-shape`` fault at ``pointer`` with ``details.truncated``.
     """
     faults = Faults()
     verdict = descriptor_verdict(desc, expected)
@@ -200,6 +203,9 @@ def check_descriptor(
             f"unknown descriptor member {key!r}; the members are {', '.join(DESCRIPTOR_KEYS)}",
             join_pointer(pointer, key),
         )
+    if verdict.truncated:  # the schema's faults were cut: the values were not all judged
+        faults.errors.append(truncated_fault("context.descriptor-shape", pointer))
+        return faults.errors
     for key in DESCRIPTOR_KEYS:
         rule, code = DESCRIPTOR_RULES[key]
         if rule not in verdict.failed:
@@ -289,7 +295,7 @@ def _validate_units(doc: Any, rule: str) -> list[EvstoreError]:
     if isinstance(doc, list):
         pending.extend(_member_rules(doc))
     for f in sorted(pending, key=lambda f: f.key):
-        details = f.details if isinstance(f, _Pending) else {}
+        details = f.details or {}
         # One code is raised under two sections (payload, source document): name it each time.
         faults.add(f.code, f.message, f.pointer, rule=rule, **details)
     return faults.errors

@@ -19,7 +19,13 @@ from typing import Any, Final, NamedTuple
 import jsonschema_rs
 
 from ...core.errors import join_pointer
-from ...core.json_schema import compile_schema, read_schema
+from ...core.json_schema import (
+    SchemaFault,
+    compile_schema,
+    read_schema,
+    schema_faults,
+    truncated_fault,
+)
 
 __all__ = [
     "DESCRIPTOR_RULES",
@@ -36,6 +42,7 @@ __all__ = [
     "STEP_UNIT_TYPE",
     "STEP_UNIT_UNKNOWN",
     "ShapeFault",
+    "TRUNCATED_KEY",
     "descriptor_schema",
     "descriptor_verdict",
     "json_type",
@@ -76,6 +83,10 @@ STEP_UNIT_TYPE, STEP_UNIT_MISSING, STEP_UNIT_UNKNOWN, STEP_MEMBER = 0, 1, 2, 3
 STEP_REF_TYPE, STEP_REF_MISSING, STEP_REF_UNKNOWN, STEP_SOURCE_ID = 4, 5, 6, 7
 
 
+#: The key of the fault that says the shape faults were cut: after every unit's faults.
+TRUNCATED_KEY: Final = (2**63, 0, 0)
+
+
 class ShapeFault(NamedTuple):
     """One shape fault: ``(unit index, step, order within step)`` sorts it; then code etc."""
 
@@ -83,6 +94,7 @@ class ShapeFault(NamedTuple):
     code: str
     message: str
     pointer: str
+    details: dict[str, Any] | None = None
 
 
 # bool before number: bool is an int subclass.
@@ -115,16 +127,21 @@ def load_schema() -> dict[str, Any]:
 
 
 @lru_cache(maxsize=1)
+def _schema() -> dict[str, Any]:
+    return load_schema()  # one copy, read only
+
+
+@lru_cache(maxsize=1)
 def _validator() -> jsonschema_rs.Draft202012Validator:
-    return compile_schema(load_schema())
+    return compile_schema(_schema())
 
 
-def _rule_def(schema_path: list[str | int]) -> str:
-    """The ``rule-*`` subschema a fault comes from (the innermost: refs are resolved)."""
-    for i in range(len(schema_path) - 1):
-        if schema_path[i] == "$defs" and schema_path[i + 1] in RULE_CODES:
-            return str(schema_path[i + 1])
-    raise AssertionError(f"a schema fault outside every rule-* subschema: {schema_path}")
+def _rule_def(fault: SchemaFault) -> str:
+    """The ``rule-*`` subschema a fault comes from (refs are resolved)."""
+    rule = fault.rule(RULE_CODES)
+    if rule is None:
+        raise AssertionError(f"a schema fault outside every rule-* subschema: {fault}")
+    return rule
 
 
 def _at(doc: Any, path: list[str | int]) -> Any:
@@ -134,50 +151,46 @@ def _at(doc: Any, path: list[str | int]) -> Any:
     return value
 
 
-def _convert(doc: Any, fault: Any) -> list[ShapeFault]:
-    """One validator fault as shape faults (an additionalProperties fault may give several)."""
-    path = list(fault.instance_path)
-    rule = _rule_def(list(fault.schema_path))
+def _convert(doc: Any, fault: SchemaFault) -> ShapeFault:
+    """One schema fault as a shape fault, with its key among the Python rules' faults."""
+    path = list(fault.path)
+    rule = _rule_def(fault)
     code, value = RULE_CODES[rule], _at(doc, path)
-    kind = fault.kind
     if rule == "rule-payload-array":
         message = f"expected a top-level JSON array of source units, got {json_type(value)}"
-        return [ShapeFault((-1, 0, 0), code, message, "")]
+        return ShapeFault((-1, 0, 0), code, message, "")
     unit = int(path[0])
     at = join_pointer("", *path)
     if rule in ("rule-unit-shape", "rule-ref-shape"):
         is_unit = rule == "rule-unit-shape"
-        if isinstance(kind, jsonschema_rs.ValidationErrorKind.Required):
+        if fault.keyword == "required":
             fields = _UNIT_FIELDS if is_unit else _REF_FIELDS
             step = STEP_UNIT_MISSING if is_unit else STEP_REF_MISSING
             what = "unit" if is_unit else "ref"
-            name = kind.property
+            name = str(fault.facts["property"])
             key = (unit, step, fields.index(name))
-            return [ShapeFault(key, code, f"{what} has no {name}", join_pointer(at, name))]
-        if isinstance(kind, jsonschema_rs.ValidationErrorKind.AdditionalProperties):
-            order = list(value)
+            return ShapeFault(key, code, f"{what} has no {name}", join_pointer(at, name))
+        if fault.member is not None:
+            name = fault.member
+            message = (
+                f"unknown fixed unit member {name!r}; source-owned data belongs in metadata"
+                if is_unit
+                else f"unknown ref member {name!r}"
+            )
             step = STEP_UNIT_UNKNOWN if is_unit else STEP_REF_UNKNOWN
-            out = []
-            for name in kind.unexpected:
-                message = (
-                    f"unknown fixed unit member {name!r}; source-owned data belongs in metadata"
-                    if is_unit
-                    else f"unknown ref member {name!r}"
-                )
-                key = (unit, step, order.index(name))
-                out.append(ShapeFault(key, code, message, join_pointer(at, name)))
-            return out
+            key = (unit, step, list(value).index(name))
+            return ShapeFault(key, code, message, fault.pointer)
         if is_unit:
             message = f"a unit is a JSON object, not {json_type(value)}"
-            return [ShapeFault((unit, STEP_UNIT_TYPE, 0), code, message, at)]
+            return ShapeFault((unit, STEP_UNIT_TYPE, 0), code, message, at)
         message = f"ref must be a JSON object, got {json_type(value)}"
-        return [ShapeFault((unit, STEP_REF_TYPE, 0), code, message, at)]
+        return ShapeFault((unit, STEP_REF_TYPE, 0), code, message, at)
     if rule == "rule-ref-source-id":
         message = f"source_id must be a non-empty string without U+0000, got {show(value)}"
-        return [ShapeFault((unit, STEP_SOURCE_ID, 0), code, message, at)]
+        return ShapeFault((unit, STEP_SOURCE_ID, 0), code, message, at)
     name = str(path[-1])
     message = f"unit {name} must be {MEMBER_WHAT[name]}, got {show(value)}"
-    return [ShapeFault((unit, STEP_MEMBER, _MEMBER_ORDER[name]), code, message, at)]
+    return ShapeFault((unit, STEP_MEMBER, _MEMBER_ORDER[name]), code, message, at)
 
 
 def shape_faults(doc: Any) -> list[ShapeFault]:
@@ -188,7 +201,10 @@ def shape_faults(doc: Any) -> list[ShapeFault]:
 
     Returns:
         Shape faults sorted by key; one per keyword fault (one per unexpected member),
-        deduplicated. ``[]`` when the schema holds (checked first, cheaply).
+        deduplicated. ``[]`` when the schema holds (checked first, cheaply). At most
+        :data:`~evstore.core.json_schema.MAX_SCHEMA_FAULTS`; a longer list is cut and ends
+        with one ``context.unit-shape`` fault at ``""`` (key :data:`TRUNCATED_KEY`, after
+        every unit) saying so.
 
     Raises:
         TypeError: ``doc`` holds a Python value with no JSON form (e.g. an arbitrary object).
@@ -197,18 +213,19 @@ def shape_faults(doc: Any) -> list[ShapeFault]:
         # jsonschema-rs would read a Python tuple as an array; the contract wants a JSON array.
         message = f"expected a top-level JSON array of source units, got {json_type(doc)}"
         return [ShapeFault((-1, 0, 0), RULE_CODES["rule-payload-array"], message, "")]
-    validator = _validator()
     try:
-        if validator.is_valid(doc):
-            return []
-        errors = list(validator.iter_errors(doc))
+        result = schema_faults(_validator(), doc, schema=_schema())
     except ValueError as exc:  # a Python value with no JSON form (API misuse, not input)
         raise TypeError(f"not a JSON value (parse documents with evstore's reader): {exc}") from exc
     found: dict[tuple[tuple[int, int, int], str, str], ShapeFault] = {}
-    for fault in errors:
-        for shape in _convert(doc, fault):
-            found.setdefault((shape.key, shape.code, shape.pointer), shape)
-    return sorted(found.values(), key=lambda f: f.key)
+    for fault in result.faults:
+        shape = _convert(doc, fault)
+        found.setdefault((shape.key, shape.code, shape.pointer), shape)
+    out = sorted(found.values(), key=lambda f: f.key)
+    if result.truncated:
+        cut = truncated_fault(RULE_CODES["rule-unit-shape"])
+        out.append(ShapeFault(TRUNCATED_KEY, cut.code, cut.message, cut.pointer, cut.details))
+    return out
 
 
 # --------------------------------------------------------------------------- descriptors
@@ -269,17 +286,23 @@ def descriptor_schema(expected: Mapping[str, str]) -> dict[str, Any]:
 @lru_cache(maxsize=8)
 def _descriptor_validator(
     expected: tuple[tuple[str, str], ...],
-) -> jsonschema_rs.Draft202012Validator:
+) -> tuple[dict[str, Any], jsonschema_rs.Draft202012Validator]:
     schema = descriptor_schema(dict(expected))
-    return compile_schema(schema)
+    return schema, compile_schema(schema)
 
 
 class DescriptorVerdict(NamedTuple):
-    """What the descriptor schema found: ``failed`` holds ``rule-*`` names."""
+    """What the descriptor schema found: ``failed`` holds ``rule-*`` names.
+
+    ``truncated``: the schema found more faults than
+    :data:`~evstore.core.json_schema.MAX_SCHEMA_FAULTS` (unexpected members, one each) and
+    ``unexpected`` lists the first.
+    """
 
     not_object: bool
     unexpected: list[str]
     failed: frozenset[str]
+    truncated: bool = False
 
 
 def descriptor_verdict(desc: Any, expected: Mapping[str, str]) -> DescriptorVerdict:
@@ -289,17 +312,15 @@ def descriptor_verdict(desc: Any, expected: Mapping[str, str]) -> DescriptorVerd
         Whether ``desc`` is not an object, its members outside the six keys (in document
         order), and the ``rule-*`` subschemas that failed.
     """
-    validator = _descriptor_validator(tuple(sorted(expected.items())))
-    if validator.is_valid(desc):
-        return DescriptorVerdict(False, [], frozenset())
+    schema, validator = _descriptor_validator(tuple(sorted(expected.items())))
+    result = schema_faults(validator, desc, schema=schema)
     not_object, unexpected, failed = False, set(), set()
-    for fault in validator.iter_errors(desc):
-        rule = str(fault.schema_path[fault.schema_path.index("$defs") + 1])
+    for fault in result.faults:
+        rule = fault.rule() or ""
         failed.add(rule)
-        kind = fault.kind
-        if isinstance(kind, jsonschema_rs.ValidationErrorKind.AdditionalProperties):
-            unexpected.update(kind.unexpected)
+        if fault.member is not None:
+            unexpected.add(fault.member)
         elif rule == "rule-descriptor-shape":
             not_object = True  # the shape's other keyword is the object type
     order = [key for key in desc if key in unexpected] if isinstance(desc, dict) else []
-    return DescriptorVerdict(not_object, order, frozenset(failed))
+    return DescriptorVerdict(not_object, order, frozenset(failed), result.truncated)

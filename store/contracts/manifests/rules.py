@@ -96,7 +96,7 @@ import jsonschema_rs
 from ...core.canonical import dumps, loads
 from ...core.digests import b64u_to_hex, hex_to_b64u, sha256_b64u
 from ...core.errors import EvstoreError, Faults, JSONFormError, error, join_pointer
-from ...core.json_schema import compile_schema, read_schema
+from ...core.json_schema import compile_schema, read_schema, schema_faults, truncated_fault
 from ...core.near import near_member, spelling
 from ...core.settings import setting
 
@@ -250,57 +250,50 @@ def load_schema() -> dict[str, Any]:
 
 
 @lru_cache(maxsize=1)
+def _schema() -> dict[str, Any]:
+    return load_schema()  # one copy, read only
+
+
+@lru_cache(maxsize=1)
 def _validator() -> jsonschema_rs.Draft202012Validator:
-    return compile_schema(load_schema(), formats=True)
-
-
-def _rule_def(schema_path: list[str | int]) -> str | None:
-    """The ``rule-*`` subschema a fault comes from, if any.
-
-    jsonschema-rs reports the schema path after resolving ``$ref``s, so a fault in a referenced
-    subschema has a path that starts at its ``$defs`` entry.
-    """
-    for i in range(len(schema_path) - 1):
-        if schema_path[i] == "$defs" and schema_path[i + 1] in _RULE_DEFS:
-            return str(schema_path[i + 1])
-    return None
+    return compile_schema(_schema(), formats=True)
 
 
 def _schema_faults(doc: Any) -> tuple[list[EvstoreError], list[EvstoreError]]:
-    """Run our JSON Schema: (shape faults, rule faults), each in the validator's order."""
+    """Run our JSON Schema: (shape faults, rule faults), each in the validator's order.
+
+    A fault whose schema path passes through a ``rule-*`` subschema is that rule's fault
+    (jsonschema-rs reports paths after resolving ``$ref``s, so a fault in a referenced
+    subschema starts at its ``$defs`` entry); the rest are ``manifest.schema``. At most
+    :data:`~evstore.core.json_schema.MAX_SCHEMA_FAULTS` in all, then one ``manifest.schema``
+    fault at ``""`` with ``details.truncated`` closes the shape faults.
+    """
     shape: list[EvstoreError] = []
     rules: list[EvstoreError] = []
-    validator = _validator()
-    # is_valid stops early and builds no error objects: a quarter of iter_errors' time on a
-    # valid 32-item manifest, and valid manifests are the common case.
-    if validator.is_valid(doc):
-        return shape, rules
-    for fault in validator.iter_errors(doc):
-        pointer = join_pointer("", *fault.instance_path)
-        rule = _rule_def(fault.schema_path)
+    found = schema_faults(_validator(), doc, schema=_schema(), formats=True)
+    for fault in found.faults:
+        rule = fault.rule(_RULE_DEFS)
         if rule is not None:
             code, message = _RULE_DEFS[rule]
-            rules.append(error(code, message, pointer, schema_rule=rule))
+            rules.append(error(code, message, join_pointer("", *fault.path), schema_rule=rule))
             continue
-        keyword = fault.kind.name
-        schema_path = join_pointer("", *fault.schema_path)
-        if isinstance(fault.kind, jsonschema_rs.ValidationErrorKind.AdditionalProperties):
+        if fault.member is not None:
             # One fault per unexpected member, pointing at it: easier to act on than one
             # fault at the enclosing object.
-            for name in fault.kind.unexpected:
-                shape.append(
-                    error(
-                        SCHEMA,
-                        f"member {name!r} is not allowed here",
-                        join_pointer(pointer, name),
-                        keyword=keyword,
-                        schema_path=schema_path,
-                    )
-                )
-            continue
+            message = f"member {fault.member!r} is not allowed here"
+        else:
+            message = fault.message
         shape.append(
-            error(SCHEMA, fault.message, pointer, keyword=keyword, schema_path=schema_path)
+            error(
+                SCHEMA,
+                message,
+                fault.pointer,
+                keyword=fault.keyword,
+                schema_path=fault.schema_pointer,
+            )
         )
+    if found.truncated:
+        shape.append(truncated_fault(SCHEMA))
     return shape, rules
 
 

@@ -20,8 +20,9 @@ from typing import Any
 
 import jsonschema_rs
 
-from ...core.errors import EvstoreError, error, join_pointer
-from ...core.json_schema import read_schema_text
+from ...core.errors import EvstoreError, error
+from ...core.json_schema import MAX_SCHEMA_FAULTS, read_schema_text, truncated_fault
+from ...core.json_schema import schema_faults as _faults
 
 __all__ = [
     "MAX_SCHEMA_FAULTS",
@@ -37,12 +38,9 @@ __all__ = [
 SCHEMA_FILE = "insonic-answer-evidence-1.3.0.schema.json"
 #: ``$id`` of evstore's own schema.
 SCHEMA_ID = "urn:evstore:schema:insonic-answer-evidence:1.3.0"
-#: At most this many structural faults are listed per document; a 100 000-element array of
-#: wrong values would otherwise cost seconds and megabytes to report. One more fault at ""
-#: (details ``truncated``) says the list was cut.
-MAX_SCHEMA_FAULTS = 256
-# Messages from jsonschema-rs quote the offending instance, which may be megabytes long.
-_MAX_MESSAGE = 400
+# MAX_SCHEMA_FAULTS (imported): at most this many structural faults are listed per document,
+# as for every contract with a schema (store/core/json_schema.py); one more fault at ""
+# (details ``truncated``) says the list was cut.
 # Which subschema of our schema judges which document.
 _PARTS = {
     "package": "#/$defs/package",
@@ -85,6 +83,19 @@ def validator(part: str) -> jsonschema_rs.Validator:
     return _validators()[part]
 
 
+@cache
+def _part_schema(part: str) -> Mapping[str, Any]:
+    """The subschema a part's validator judges with, and the root's ``$defs`` and ``$id``.
+
+    The validator's schema paths start at the part's subschema; its references resolve in
+    the root's ``$defs``.
+    """
+    root = json.loads(_schema_text())
+    sub: dict[str, Any] = dict(root["$defs"][_PARTS[part].rsplit("/", 1)[1]])
+    sub.update({k: root[k] for k in ("$schema", "$id", "$defs")})
+    return MappingProxyType(sub)
+
+
 def _sort_key(path: list[str | int]) -> tuple[tuple[int, int | str], ...]:
     # Array indexes compare as numbers, so /items/2 comes before /items/10.
     return tuple((0, t) if isinstance(t, int) else (1, t) for t in path)
@@ -105,59 +116,30 @@ def schema_faults(part: str, doc: Any, code: str) -> list[EvstoreError]:
         facts (missing or unexpected names, limits, patterns, formats); at most
         :data:`MAX_SCHEMA_FAULTS`, then one fault at ``""`` with ``details["truncated"]``.
     """
-    check = validator(part)
-    # is_valid stops at the first fault and builds no error objects; iter_errors builds
-    # all of them up front (about 20 us each), so take the fast path for the usual case.
-    if check.is_valid(doc):
-        return []
+    result = _faults(validator(part), doc, schema=_part_schema(part), formats=True)
     found: list[tuple[tuple[tuple[int, int | str], ...], str, EvstoreError]] = []
-    truncated = False
-    for e in check.iter_errors(doc):
-        if len(found) >= MAX_SCHEMA_FAULTS:
-            truncated = True
-            break
-        path = list(e.instance_path)
-        schema_path = join_pointer("", *e.schema_path)
-        if isinstance(e.kind, jsonschema_rs.ValidationErrorKind.AdditionalProperties):
+    for f in result.faults:
+        if f.member is not None:
             # One fault per unexpected member, at the member itself (as manifests do): the
             # enclosing object is not what is wrong.
-            for name in e.kind.unexpected:
-                err = error(
-                    code,
-                    f"member {name!r} is not allowed here",
-                    join_pointer("", *path, name),
-                    keyword=e.kind.name,
-                    schema_path=schema_path,
-                    unexpected=[name],
-                )
-                found.append((_sort_key([*path, name]), e.kind.name, err))
-            continue
-        message = e.message
-        if len(message) > _MAX_MESSAGE:
-            message = message[:_MAX_MESSAGE] + "..."
-        err = error(code, message, join_pointer("", *path))
-        err.details.update(keyword=e.kind.name, schema_path=schema_path)
-        extra = e.kind.as_dict()
-        # Only the small facts; enum and const values are in the schema already.
-        for key in ("property", "unexpected", "limit", "pattern", "format", "types"):
-            if key in extra:
-                err.details[key] = extra[key]
-        found.append((_sort_key(path), e.kind.name, err))
-    found.sort(key=lambda f: (f[0], f[1]))
-    if len(found) > MAX_SCHEMA_FAULTS:
-        truncated = True
-        del found[MAX_SCHEMA_FAULTS:]
-    faults = [f[2] for f in found]
-    if truncated:
-        faults.append(
-            error(
+            err = error(
                 code,
-                f"more structural faults than the {MAX_SCHEMA_FAULTS} listed; fix these first",
-                "",
-                truncated=True,
-                limit=MAX_SCHEMA_FAULTS,
+                f"member {f.member!r} is not allowed here",
+                f.pointer,
+                keyword=f.keyword,
+                schema_path=f.schema_pointer,
+                unexpected=[f.member],
             )
-        )
+            found.append((_sort_key([*f.path, f.member]), f.keyword, err))
+            continue
+        err = error(code, f.message, f.pointer)
+        # Only the small facts; enum and const values are in the schema already.
+        err.details.update(keyword=f.keyword, schema_path=f.schema_pointer, **f.facts)
+        found.append((_sort_key(list(f.path)), f.keyword, err))
+    found.sort(key=lambda f: (f[0], f[1]))
+    faults = [f[2] for f in found]
+    if result.truncated:
+        faults.append(truncated_fault(code))
     return faults
 
 

@@ -39,6 +39,7 @@ from ...core.digests import blake3_hex, sha256_hex
 from ...core.errors import EvstoreError, Faults, RefSyntaxError, error
 from ...core.refs import parse_ref
 from ...core.settings import setting
+from ...core.times import utc_text
 from ...db.tables import artifacts, attrs, bindings, edges
 from ...objects import blobs as _blobs
 from ...objects.artifacts import (
@@ -46,7 +47,6 @@ from ...objects.artifacts import (
     Document,
     Warning_,
     artifact_kinds,
-    iso_utc,
     warnings_of,
 )
 from ...objects.kinds import KindHandler
@@ -538,9 +538,9 @@ class PackageOps:
                 .order_by(artifacts.c.accepted_at, edges.c.src)
             ).all()
             observations = {
-                "accepted_at": iso_utc(accepted[0]),
+                "accepted_at": utc_text(accepted[0]),
                 "envelopes": [
-                    {"address": "blake3:" + r.src, "accepted_at": iso_utc(r.accepted_at)}
+                    {"address": "blake3:" + r.src, "accepted_at": utc_text(r.accepted_at)}
                     for r in cited_by
                 ],
                 "freshness": self.freshness(txn, doc),

@@ -28,7 +28,7 @@ import jsonschema_rs
 
 from ...core.canonical import loads
 from ...core.errors import EvstoreError, Faults, error, join_pointer
-from ...core.json_schema import compile_schema, read_schema
+from ...core.json_schema import compile_schema, read_schema, schema_faults, truncated_fault
 from ..contexts.rules import (
     DESCRIPTOR_KEYS,
     EVIDENCE_CONTEXT_DESCRIPTOR,
@@ -182,28 +182,32 @@ def load_schema() -> dict[str, Any]:
 
 
 @lru_cache(maxsize=1)
+def _schema() -> dict[str, Any]:
+    return load_schema()  # one copy, read only
+
+
+@lru_cache(maxsize=1)
 def _validator() -> jsonschema_rs.Draft202012Validator:
-    return compile_schema(load_schema())
+    return compile_schema(_schema())
 
 
-def _shape_faults(index: Any) -> dict[str | None, EvstoreError]:
+def _shape_faults(index: Any) -> tuple[dict[str | None, EvstoreError], bool]:
     """Schema faults of index.json: ``None`` -> the index's own; descriptor name -> its one.
 
     A descriptor that is not an object of exactly the six keys gets that fault; otherwise
     its first non-string value in :data:`~evstore.contracts.contexts.rules.DESCRIPTOR_KEYS` order.
+    The bool: the schema found more than :data:`~evstore.core.json_schema.MAX_SCHEMA_FAULTS`
+    faults, and only the descriptors of the first have theirs.
     """
-    validator = _validator()
-    if validator.is_valid(index):
-        return {}
+    result = schema_faults(_validator(), index, schema=_schema())
     objects: set[str] = set()
     values: dict[str, set[str]] = {}
-    for fault in validator.iter_errors(index):
-        path = list(fault.instance_path)
-        rule = fault.schema_path[fault.schema_path.index("$defs") + 1]
+    for fault in result.faults:
+        path = list(fault.path)
+        rule = fault.rule()
         if rule == "rule-index-shape":
-            return {
-                None: error("bundle.index-shape", "index.json must be a JSON object of descriptors")
-            }
+            shape = error("bundle.index-shape", "index.json must be a JSON object of descriptors")
+            return {None: shape}, False
         if rule == "rule-index-descriptor":
             objects.add(str(path[0]))
         else:
@@ -223,7 +227,7 @@ def _shape_faults(index: Any) -> dict[str | None, EvstoreError]:
                 "descriptor values are strings",
                 join_pointer("", dname, first),
             )
-    return out
+    return out, result.truncated
 
 
 def _kind_faults(desc: Mapping[str, str], at: str, faults: Faults) -> None:
@@ -261,12 +265,19 @@ def index_faults(index: Any, exists: Mapping[str, bool]) -> Faults:
         Every fault, pointers into ``index.json``: ``bundle.index-shape``,
         ``bundle.descriptor-misplaced``, ``bundle.descriptor-mismatch``,
         ``bundle.path-unsafe``, ``bundle.file-duplicate``, ``bundle.file-missing``, and
-        the ``context.*`` codes of ``check_index``.
+        the ``context.*`` codes of ``check_index``. When the schema finds more than
+        :data:`~evstore.core.json_schema.MAX_SCHEMA_FAULTS` faults, only the shape faults
+        of the descriptors judged, then one ``bundle.index-shape`` fault at ``""`` with
+        ``details.truncated``.
     """
     faults = Faults()
-    shape = _shape_faults(index)
+    shape, truncated = _shape_faults(index)
     if None in shape:
         faults.errors.append(shape[None])
+        return faults
+    if truncated:  # not every descriptor was judged: list what was, and no further rules
+        faults.errors.extend(shape[d] for d in index if d in shape)
+        faults.errors.append(truncated_fault("bundle.index-shape"))
         return faults
     for dname, desc in index.items():
         if dname == INDEX_KEY:
