@@ -44,7 +44,7 @@ SETTINGS: dict[str, Setting] = {
             "Where the bytes of blobs larger than blobs.inline_max go: inline (the database), "
             "file:DIR or s3://BUCKET/PREFIX[?endpoint=URL&region=R]; credentials come from "
             "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, never from the store. Blobs already "
-            "stored stay where they are (evstore blobs move).",
+            "stored stay where they are.",
         ),
         Setting(
             "blobs.deletion_delay_seconds",
