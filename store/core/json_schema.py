@@ -192,8 +192,8 @@ def schema_faults(
     Args:
         validator: the compiled validator (``jsonschema_rs``) that judges ``doc``.
         doc: the parsed JSON value.
-        schema: the schema document the validator was compiled from (its root: ``$defs``
-            are resolved there).
+        schema: the schema the validator judges with: the (sub)schema its schema paths
+            start at, holding the ``$defs`` (and ``$id``) its references resolve in.
         formats: whether the validator asserts ``format`` (so its faults are re-judged alike).
 
     Returns:
