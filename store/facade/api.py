@@ -25,7 +25,7 @@ from ..check.checker import CheckOptions, CheckRun, Progress, check_store
 from ..core.canonical import loads
 from ..core.digests import Digest
 from ..core.digests import digest_bytes as digest_from
-from ..core.errors import CorruptionError, NotFound, error
+from ..core.errors import NotFound, error
 from ..core.refs import parse_ref, parse_refs
 from ..core.settings import check_setting_value, parse_setting_value
 from ..core.times import utc_text
@@ -78,16 +78,6 @@ class _RawRow(NamedTuple):  # a tuple: built on every point read (bench/core.py 
 
 _POINT_SQL = "SELECT address, sha256, size, chunk_set, data FROM blobs WHERE address = "
 _POINT = {"sqlite": _POINT_SQL + "?", "postgresql": _POINT_SQL + "%s"}
-
-
-def _intact(conn: sa.Connection, row: _blobs.BlobRow) -> bool:
-    """Whether a blob's stored bytes hash to its row (a backend object that is missing counts
-    as not intact, as a damaged one does).
-    """  # noqa: D205
-    try:
-        return _blobs.verify_stored(conn, row) is None
-    except CorruptionError:
-        return False
 
 
 class _Rollback(Exception):
@@ -470,7 +460,7 @@ class Store:
                     rows = [] if found is None else [found]
                 else:  # the SHA-256 column is an index: only bytes that hash to it count
                     rows = _blobs.lookup_sha256_all(conn, p.hex)
-                if not any(_intact(conn, row) for row in rows):
+                if not any(_blobs.intact(conn, row) for row in rows):
                     missing.append(p.text)
         return missing
 

@@ -43,6 +43,7 @@ __all__ = [
     "as_bytes",
     "compare_digest",
     "existing_rows",
+    "intact",
     "iter_checked",
     "iter_stored",
     "iter_verified",
@@ -164,6 +165,14 @@ def verify_stored(conn: Connection, row: BlobRow) -> CorruptionError | None:
     for chunk in _iter_raw(conn, row.digest.blake3):
         h.update(chunk)
     return compare_digest(row, h.digest())
+
+
+def intact(conn: Connection, row: BlobRow) -> bool:
+    """Whether a blob's stored bytes hash to its row (a missing backend object: not intact)."""
+    try:
+        return verify_stored(conn, row) is None
+    except CorruptionError:
+        return False
 
 
 def compare_digest(row: BlobRow, got: Digest) -> CorruptionError | None:

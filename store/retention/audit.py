@@ -456,7 +456,7 @@ def run_audit(
             run.roots.append({"root": name, "verdict": verdict, "entries": entries})
         run.objects = len(auditor.cache) - auditor.skipped
         run.skipped = auditor.skipped
-        run.finished_at = db_now(conn).isoformat()  # the verdict's time; recording may move it
+        run.finished_at = utc_text(db_now(conn))  # the verdict's time; recording may move it
     if options.record and db.read_only:
         run.not_recorded = "the store is opened read-only"
     elif options.record:
@@ -499,7 +499,7 @@ def _record(db: Transactions, run: AuditRun, clean: list[tuple[str, str]]) -> No
         )
         key = result.inserted_primary_key
         assert key is not None
-        run.finished_at = now.isoformat()
+        run.finished_at = utc_text(now)
         return int(key[0])
 
     run.id = db.run_transaction(write)

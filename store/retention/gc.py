@@ -39,6 +39,7 @@ from sqlalchemy.engine import Connection
 
 from ..core.errors import error
 from ..core.results import GcReport
+from ..core.times import utc_text
 from ..db.transactions import Transactions
 from ..objects.external import EXTERNAL, drain_deletions, queue_deletions
 from ..objects.leases import db_now, record, sql_time
@@ -142,9 +143,7 @@ def leased(conn: Connection, now: _dt.datetime | None = None) -> list[dict[str, 
 def _iso(value: Any) -> str:
     """A lease's end as ISO 8601 UTC (SQLite keeps naive UTC text, PostgreSQL an aware time)."""
     when = value if isinstance(value, _dt.datetime) else _dt.datetime.fromisoformat(str(value))
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=_dt.UTC)
-    return when.astimezone(_dt.UTC).isoformat()
+    return utc_text(when)
 
 
 def _lock(conn: Connection, addresses: Sequence[str]) -> list[str]:

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 from evstore.db import engine as dbmod
 from evstore.db.tables import bindings
-from evstore.objects import blobs
+from evstore.objects import rows as rows_mod
 from evstore.objects.bindings import BindingBatch, lookup_binding
 
 
@@ -53,7 +53,7 @@ def test_binding_batch_reports_a_key_another_writer_bound_first(store):
 
 
 def test_put_many_in_small_statements_and_again(store, monkeypatch):
-    monkeypatch.setattr(blobs, "_PG_ROWS", 2)  # PostgreSQL: several unnest statements
+    monkeypatch.setattr(rows_mod, "_PG_ROWS", 2)  # PostgreSQL: several unnest statements
     items = [bytes([i]) * 100 for i in range(5)] + [b"\x00" * 100]
     first = store.put_many(items)
     assert [r.new for r in first] == [True] * 5 + [False]
