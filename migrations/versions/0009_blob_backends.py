@@ -29,6 +29,9 @@ depends_on = None
 def upgrade() -> None:
     # A plain ALTER TABLE on both backends (SQLite adds a nullable column in place).
     op.add_column("blobs", sa.Column("stored_in", sa.String(512), nullable=True))
+    # `check` and the deletion drain ask which backends rows name: an index, so a store
+    # whose bytes are all in the database answers without scanning its blobs.
+    op.create_index("ix_blobs_stored_in", "blobs", ["stored_in"])
     op.create_table(
         "blob_deletions",
         sa.Column("backend", sa.String(512), primary_key=True),
@@ -41,5 +44,6 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_blob_deletions_due", table_name="blob_deletions")
     op.drop_table("blob_deletions")
+    op.drop_index("ix_blobs_stored_in", table_name="blobs")
     # SQLite 3.35+ drops a column in place; a batch copy would trip the foreign keys.
     op.execute("ALTER TABLE blobs DROP COLUMN stored_in")

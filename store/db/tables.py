@@ -91,6 +91,7 @@ blobs = Table(
     # The blob backend holding the bytes (chunk_set -1), NULL when they are in the database.
     Column("stored_in", String(512), nullable=True),
     Index("ix_blobs_sha256", "sha256"),
+    Index("ix_blobs_stored_in", "stored_in"),
 )
 
 #: Bytes to delete from a blob backend once their row is gone, not before ``not_before``.

@@ -619,7 +619,7 @@ def _put_external(
     if found is not None:
         if verify_stored(conn, found) is None:
             return PutResult(dg, False)
-        external.upload(conn, where, dg, path, data, force=True)  # repair: good bytes
+        external.upload(conn, where, dg, path, data)  # repair: good bytes
         if found.chunk_set is not None and found.chunk_set != external.EXTERNAL:
             conn.execute(sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == found.chunk_set))
         conn.execute(

@@ -51,7 +51,6 @@ __all__ = [
     "make_backend_dir",
     "probe_backend",
     "queue_deletions",
-    "queue_orphans",
     "target",
     "upload",
 ]
@@ -93,14 +92,12 @@ def upload(
     dg: Digest,
     path: str | None,
     data: bytes | None,
-    *,
-    force: bool = False,
 ) -> None:
     """Make the object of ``dg`` present in ``where`` before its row is written.
 
     Cancels a pending deletion of the key first (in ``conn``'s transaction), uploads the
     local file ``path`` (or ``data``) whatever is there already (an object left by a failed
-    put may be damaged; ``force`` is kept for callers that say so), and checks its size after.
+    put may be damaged), and checks its size after.
 
     Raises:
         StoreStateError: ``blobs.unreachable`` (retryable), ``blobs.backend`` (the object
@@ -188,19 +185,22 @@ def queue_deletions(conn: Connection, doomed: list[tuple[str, str]]) -> None:
     delay = int(setting(load_settings(conn), "blobs.deletion_delay_seconds"))
     when = _dt.datetime.now(_dt.UTC) + _dt.timedelta(seconds=min(max(delay, 0), _MAX_SECONDS))
     rows = [{"backend": spec, "key": blob_key(a), "not_before": when} for a, spec in doomed]
+    # Row by row through SQLAlchemy (not rows.insert_ignore, whose driver-level path would
+    # write the time in the SQLite driver's spelling, not the column type's).
     for row in rows:
-        exists = conn.execute(
+        queued = conn.execute(
             sa.select(blob_deletions.c.key).where(
                 blob_deletions.c.backend == row["backend"], blob_deletions.c.key == row["key"]
             )
         ).first()
-        if exists is None:
+        if queued is None:  # a key already queued keeps its time
             conn.execute(sa.insert(blob_deletions), row)
 
 
 def backends_in_use(conn: Connection) -> list[str]:
     """Every backend spec the store names: rows' ``stored_in``, queued deletions, the setting."""
-    specs = {r[0] for r in conn.execute(sa.select(blobs.c.stored_in).distinct()) if r[0]}
+    q = sa.select(blobs.c.stored_in).where(blobs.c.stored_in.is_not(None)).distinct()
+    specs = {r[0] for r in conn.execute(q)}  # ix_blobs_stored_in: no scan of inline rows
     specs |= {r[0] for r in conn.execute(sa.select(blob_deletions.c.backend).distinct())}
     current = setting(load_settings(conn), "blobs.backend")
     if current != INLINE:
@@ -249,21 +249,6 @@ def find_orphans(
                 if a not in named and x.key not in queued
             ]
     return out
-
-
-def queue_orphans(conn: Connection, orphans: list[tuple[str, str, int]]) -> None:
-    """Queue ``orphans`` (:func:`find_orphans`) for deletion now (the drain rechecks rows)."""
-    when = _dt.datetime.now(_dt.UTC)
-    for spec, key, _ in orphans:
-        exists = conn.execute(
-            sa.select(blob_deletions.c.key).where(
-                blob_deletions.c.backend == spec, blob_deletions.c.key == key
-            )
-        ).first()
-        if exists is None:
-            conn.execute(
-                sa.insert(blob_deletions), {"backend": spec, "key": key, "not_before": when}
-            )
 
 
 def drain_deletions(tx: Transactions, *, batch: int = 100, now: _dt.datetime | None = None) -> int:

@@ -16,13 +16,11 @@ response is aborted before it completes and the fault is logged.
 from __future__ import annotations
 
 import base64
-import hashlib
 import logging
 import tempfile
 from collections.abc import Iterator
 from typing import Any, BinaryIO, cast
 
-import blake3
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -244,22 +242,6 @@ _PUT_DOC = {
 }
 
 
-class _Sink:
-    """A spooled temporary file that hashes what it is given (when an expected ref asks)."""
-
-    def __init__(self, hashing: bool) -> None:
-        self.file = tempfile.SpooledTemporaryFile(max_size=SPOOL_MAX)
-        self.hashing = hashing
-        self.b3 = blake3.blake3()
-        self.sha = hashlib.sha256()
-
-    def write(self, data: bytes) -> None:
-        self.file.write(data)
-        if self.hashing:
-            self.b3.update(data)
-            self.sha.update(data)
-
-
 async def put_object(
     request: Request,
     expect: str | None = Query(
@@ -273,32 +255,26 @@ async def put_object(
     """Store the raw body (rooted under ``root``); with ``expect``, only when the bytes hash
     to that ref.
     """  # noqa: D205
-    wanted = parse_ref(expect) if expect is not None else None
-    sink = _Sink(wanted is not None)
+    if expect is not None:
+        parse_ref(expect)  # a malformed ref is refused before the body is read
+    # Spooled, so a transaction retried on contention reads the same bytes again; the store
+    # checks ``expect`` against what it is about to commit (Store.put), hashing once.
+    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_MAX)
     try:
         buf = bytearray()
         async for chunk in request.stream():
             buf += chunk
             if len(buf) >= 1 << 20:
-                await run_in_threadpool(sink.write, bytes(buf))
+                await run_in_threadpool(spool.write, bytes(buf))
                 buf.clear()
-        await run_in_threadpool(sink.write, bytes(buf))
-        if wanted is not None:
-            got = sink.b3.hexdigest() if wanted.algorithm == "blake3" else sink.sha.hexdigest()
-            if got != wanted.hex:
-                raise error(
-                    "put.digest-mismatch",
-                    f"the body does not hash to {expect}; nothing was stored",
-                    expected=expect,
-                    got=f"{wanted.algorithm}:{got}",
-                )
-        sink.file.seek(0)
-        file = cast(BinaryIO, sink.file)
+        await run_in_threadpool(spool.write, bytes(buf))
+        spool.seek(0)
+        file = cast(BinaryIO, spool)
         result = await run_in_threadpool(
             rooted(request, root, lambda: one.store.put(file, expect=expect))
         )
     finally:
-        sink.file.close()
+        spool.close()
     out = result.digest.forms()
     out["new"] = result.new
     return JSONResponse(out, status_code=201 if result.new else 200)
