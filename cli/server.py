@@ -60,6 +60,42 @@ def parse_stores(args: tuple[str, ...], default: str) -> dict[str | None, str]:
     "--max-bundle-bytes", type=click.IntRange(min=1), default=None, help="Largest bundle tar."
 )
 @click.option(
+    "--max-validate-bytes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Largest validate body (default 1 MiB; a read token may send it).",
+)
+@click.option(
+    "--validate-seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="A validate running longer is stopped: 413 http.validate-cost (default 30).",
+)
+@click.option(
+    "--header-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds to send a request's line and headers, then 408 and closed (default 10).",
+)
+@click.option(
+    "--body-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds a body may take before it must arrive at 1 KiB/s, then 408 (default 15).",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Open connections per process; more are answered 503 and closed (default 1000).",
+)
+@click.option(
+    "--max-in-flight",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Requests handled at once per process; more get 503 http.busy (default 256).",
+)
+@click.option(
     "--log-key",
     type=click.Path(dir_okay=False),
     envvar="EVSTORE_LOG_KEY",
@@ -98,16 +134,21 @@ def serve(
     (after checking it is consistent with the previous one; nothing when the log has not
     grown).
 
-    Exit codes: 0 stopped by a signal; 1 a store cannot be served; 2 usage.
+    Nothing is printed before the stores are open, the --log-key read and the port bound.
+
+    Exit codes: 0 stopped by a signal; 1 a store cannot be served, the --log-key cannot be
+    read (log.key-file, checkpoint.key) or the address cannot be listened on (http.listen,
+    e.g. the port is in use); 2 usage.
     """
     mapping = parse_stores(stores, ctx.url)
     kw = {k.removeprefix("max_"): v for k, v in limits.items() if v is not None}
     run, server_limits = evstore.serve, evstore.ServerLimits  # install.extra-missing first
-    ctx.note(
-        "serving "
-        + ", ".join("/" + n if n else "/" for n in mapping)
-        + f" on http://{host}:{port} ({'public reads' if public_read else 'tokens for reads'})"
-    )
+    reads = "public reads" if public_read else "tokens for reads"
+    paths = ", ".join("/" + n if n else "/" for n in mapping)
+
+    def announce(address: str) -> None:
+        ctx.note(f"serving {paths} on {address} ({reads})")
+
     run(
         mapping,
         host=host,
@@ -118,6 +159,7 @@ def serve(
         access_log=access_log,
         log_key=log_key,
         checkpoint_every=checkpoint_every,
+        announce=announce,
     )
 
 

@@ -155,6 +155,14 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("http.busy", "store", _HTTP + "#limits",
      "the server has its limit of requests in flight; retry after Retry-After (503)"),
     ("http.range", "input", _HTTP, "the one byte range asked is unsatisfiable (416)"),
+    ("http.timeout", "input", _HTTP + "#limits",
+     "the request's headers or body did not arrive in time; the connection is closed (408)"),
+    ("http.headers-too-large", "input", _HTTP + "#limits",
+     "the request line and headers are over the limit (431)"),
+    ("http.validate-cost", "input", _HTTP + "#limits",
+     "a validate ran over its time limit and was stopped; nothing was written (413)"),
+    ("http.listen", "store", _HTTP,
+     "the server cannot listen on the address and port given (in use, not allowed)"),
     ("http.internal", "store", _HTTP, "an unexpected server fault (500; logged by the server)"),
     ("put.digest-mismatch", "input", _HTTP,
      "the uploaded bytes do not hash to the expected ref; nothing was stored (422)"),
@@ -513,14 +521,18 @@ STATUS_BY_FAMILY: Mapping[str, int] = MappingProxyType(
 )
 
 #: Codes whose HTTP status is not their family's: authentication and scope (401/403), the
-#: method (405), limits (413), ranges (416), an expected digest not met (422), and busy or
-#: unreachable databases and servers (503, retried after ``Retry-After``).
+#: method (405), a request that did not arrive in time (408), limits (413, 431), ranges
+#: (416), an expected digest not met (422), and busy or unreachable databases and servers
+#: (503, retried after ``Retry-After``).
 STATUS_BY_CODE: Mapping[str, int] = MappingProxyType(
     {
         "http.unauthorized": 401,
         "http.forbidden": 403,
         "http.method": 405,
         "http.too-large": 413,
+        "http.validate-cost": 413,
+        "http.timeout": 408,
+        "http.headers-too-large": 431,
         "http.range": 416,
         "put.digest-mismatch": 422,
         "http.busy": 503,

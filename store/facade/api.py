@@ -47,6 +47,7 @@ from ..objects.external import EXTERNAL, make_backend_dir, probe_backend
 from ..objects.kinds import check_kind, lookup_value
 from ..objects.leases import LEASE_SETTING, cap_leases
 from ..objects.listing import iter_artifacts, iter_blobs
+from ..objects.staged import Staged
 from ..objects.txn import Txn
 from .ingest import (
     as_documents,
@@ -78,11 +79,6 @@ class _RawRow(NamedTuple):  # a tuple: built on every point read (bench/core.py 
 
 _POINT_SQL = "SELECT address, sha256, size, chunk_set, data FROM blobs WHERE address = "
 _POINT = {"sqlite": _POINT_SQL + "?", "postgresql": _POINT_SQL + "%s"}
-
-
-class _Rollback(Exception):
-    def __init__(self, payload: Any) -> None:
-        self.payload = payload
 
 
 def open(url: str, *, create: bool = False) -> Store:
@@ -226,24 +222,26 @@ class Store:
         Args:
             work: called with a :class:`~evstore.objects.txn.Txn`; may be called again on
             contention.
-            mode: ``"ingest"`` commits; ``"validate"`` rolls back, returns ``(result, faults)``.
-            kw: ``options`` and ``supplied`` for the Txn.
+            mode: ``"ingest"`` commits; ``"validate"`` reads one snapshot and writes
+                nothing, returns ``(result, faults)``.
+            kw: ``options``, ``supplied`` (and ``poll``) for the Txn.
+
+        A validate takes no write lock (issue 23): a read snapshot plus a
+        :class:`~evstore.objects.staged.Staged` overlay of what its documents would add.
         """
         self._live()
+        if mode == "validate":
+            with self.db.read() as conn:
+                txn = Txn(conn, load_settings(conn), "validate", staged=Staged(), **kw)
+                return work(txn), txn.faults
 
         def run(conn: sa.Connection) -> Any:
             txn = Txn(conn, load_settings(conn), mode, **kw)  # type: ignore[arg-type]
-            result = work(txn)
-            if mode == "validate":
-                raise _Rollback((result, txn.faults))
-            return result
+            return work(txn)
 
-        try:
-            # An ingest writes rows statement by statement in document order: on PostgreSQL
-            # concurrent ingests of overlapping documents would deadlock, so they queue.
-            return self.db.run_transaction(run, serialize=True)
-        except _Rollback as rb:
-            return rb.payload
+        # An ingest writes rows statement by statement in document order: on PostgreSQL
+        # concurrent ingests of overlapping documents would deadlock, so they queue.
+        return self.db.run_transaction(run, serialize=True)
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[Txn]:
@@ -521,17 +519,19 @@ class Store:
         *,
         options: dict[str, Any] | None = None,
         supplied: Sequence[bytes] = (),
+        poll: Callable[[], None] | None = None,
     ) -> IngestReport:
         """Run every check of :meth:`ingest`, listing all faults; writes nothing.
 
-        Bindings are checked against the store as it is (and against earlier documents of the
-        same call). JSON-form faults are listed per document. ``docs`` as :meth:`ingest`
-        (held in memory: validate lists every fault of the whole call). Raises an InputError
-        only for ``docs`` of no accepted type (``input.invalid``).
+        Bindings are checked against one read snapshot (no write lock, issue 23) and earlier
+        documents of the same call. JSON-form faults are listed per document. ``docs`` as
+        :meth:`ingest` (held in memory). ``poll()`` runs before each document; what it raises
+        stops the call. Raises an InputError only for ``docs`` of no accepted type.
         """
         self._live()
+        docs = list(as_documents(docs))
         return validate_documents(
-            self.transaction, list(as_documents(docs)), options=options, supplied=supplied
+            self.transaction, docs, options=options, supplied=supplied, poll=poll
         )
 
     def find(self, name: str, value: str, kind: str | None = None) -> list[ArtifactInfo]:

@@ -321,6 +321,8 @@ def ingest_documents(
 
 def _validate_work(parsed: list[Parsed], report: IngestReport, txn: Txn) -> None:
     for p in parsed:
+        if txn.poll is not None:
+            txn.poll()
         handler = get_handler(p.kind)
         before = len(txn.faults)
         faults = check_errors(handler, p.value, p.canonical, txn)
@@ -348,13 +350,17 @@ def validate_documents(
     *,
     options: dict[str, Any] | None = None,
     supplied: Sequence[bytes] = (),
+    poll: Callable[[], None] | None = None,
 ) -> IngestReport:
     """Run every check of :func:`ingest_documents`, listing all faults; writes nothing.
 
-    Bindings are checked against the store as it is (and against earlier documents of the
-    same call). JSON-form and kind faults are listed per document; ``input.unused-content``
-    only when no document has a fault (a failing document never reads its bytes). Never raises an
-    InputError; ``store.kind-unavailable`` and other store errors are raised.
+    Bindings are checked against the store as it is (``transaction(..., mode="validate")``:
+    a read snapshot with an in-memory overlay, no write lock) and against earlier documents
+    of the same call. JSON-form and kind faults are listed per document;
+    ``input.unused-content`` only when no document has a fault (a failing document never
+    reads its bytes). ``poll()`` runs before each document is parsed and before each is
+    checked; what it raises stops the call. Never raises an InputError;
+    ``store.kind-unavailable`` and other store errors are raised.
     """
     report = IngestReport(documents=len(docs))
     try:
@@ -364,6 +370,8 @@ def validate_documents(
         return report
     parsed: list[Parsed] = []
     for d in docs:
+        if poll is not None:
+            poll()
         try:
             parsed.extend(parse_documents([d]))
         except InputError as err:
@@ -373,6 +381,7 @@ def validate_documents(
         mode="validate",
         options=options,
         supplied=supplied,
+        poll=poll,
     )
     report.faults.extend(faults)
     return report

@@ -63,7 +63,7 @@ from ..tlog.checkpoint import (
     verify_tlog_proof,
 )
 
-__all__ = ["CONSISTENCY_FORMAT", "LogOps", "verify_proof"]
+__all__ = ["CONSISTENCY_FORMAT", "LogOps", "load_signer", "verify_proof"]
 
 #: The ``format`` member of a consistency proof file.
 CONSISTENCY_FORMAT = "evstore.dev/tlog-consistency@v1"
@@ -136,6 +136,23 @@ def _key_path(path: str | os.PathLike[str] | None) -> str:
     return os.fspath(path)
 
 
+def load_signer(key_path: str | os.PathLike[str] | None) -> Any:
+    """The signer of an Ed25519 private key file (``evstore log init-key``).
+
+    ``evstore serve --log-key`` reads the key with this before it listens, so a key it
+    could never sign with fails the command instead of a server that never signs.
+
+    Raises:
+        InputError: ``log.key-file`` (no path, or the file cannot be read: missing,
+            unreadable), ``checkpoint.key`` (malformed, or readable by others).
+    """
+    path = _key_path(key_path)
+    try:
+        return read_private_key(path)
+    except OSError as exc:
+        raise error("log.key-file", f"cannot read {path}: {exc.strerror}", path=path) from None
+
+
 class LogOps:
     """The log of one :class:`~evstore.facade.api.Store` (``store.log``)."""
 
@@ -143,6 +160,14 @@ class LogOps:
         self._tx = store.transactions  # a closed Store refuses its namespaces too
 
     # -- keys -----------------------------------------------------------------------------
+    def check_key(self, key_path: str | os.PathLike[str] | None) -> None:
+        """Read the private key file :meth:`checkpoint` would sign with, signing nothing.
+
+        Raises:
+            InputError: ``log.key-file``, ``checkpoint.key`` (as :func:`load_signer`).
+        """
+        load_signer(key_path)
+
     def init_key(self, path: str | os.PathLike[str], origin: str | None = None) -> dict[str, Any]:
         """Make the log's Ed25519 key: a new 0600 private key file, its verifier key stored.
 
@@ -232,11 +257,7 @@ class LogOps:
             CorruptionError: ``log.inconsistent`` (nothing signed), ``check.log-checkpoint``
                 (the previous checkpoint does not verify), ``corruption.log``.
         """
-        path = _key_path(key_path)
-        try:
-            signer = read_private_key(path)
-        except OSError as exc:
-            raise error("log.key-file", f"cannot read {path}: {exc.strerror}", path=path) from None
+        signer = load_signer(key_path)
         return self._tx.run_transaction(lambda conn: _sign(conn, signer))  # type: ignore[no-any-return]
 
     def latest(self) -> dict[str, Any] | None:

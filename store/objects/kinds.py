@@ -216,7 +216,6 @@ class JsonKind(KindHandler):
         documents, so a ref to a document earlier in the same command gets its edge too.
         """
         from ..core.digests import digest_bytes
-        from . import blobs
 
         earlier: dict[tuple[str, str], str] = batch.setdefault("earlier", {})
         mentioned: list[tuple[str, str]] = []
@@ -225,8 +224,7 @@ class JsonKind(KindHandler):
         maybe = b"blake3:" in canonical or b"sha256:" in canonical
         refs = _content_refs(doc) if maybe else []
         # The stored blobs among the blake3 refs: one query per 500, not one per ref.
-        stored = blobs.existing_rows(
-            txn.conn,
+        stored = txn.existing_blobs(
             sorted({r.hex for r in refs if r.algorithm == "blake3"} - {h for _, h in earlier}),
         )
         for ref in refs:

@@ -5,8 +5,13 @@ gives read access (blobs by SHA-256, bindings, attributes), writes (blobs, artif
 bindings) and one way to report a fault, :meth:`Txn.fault`, whose effect depends on the mode:
 
     ingest    the first fault raises; the whole command rolls back, nothing is written
-    validate  faults are collected and the transaction is rolled back at the end
+    validate  faults are collected; over a read snapshot with a :class:`~.staged.Staged`
+              overlay (``staged``), every write goes to the overlay, never the database
     audit     (``check``) read-only: faults are collected, writes raise RuntimeError
+
+Contract code reads through the Txn (:meth:`Txn.blob`, :meth:`Txn.existing_blobs`,
+:meth:`Txn.binding`, ...), never ``txn.conn`` on a path that ``validate`` runs: the overlay
+is seen only through the Txn.
 
 Contract modules never know which backend they run on.
 """
@@ -19,12 +24,14 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..core.digests import digest_bytes
+from ..core.digests import digest_bytes, sha256_hex
 from ..core.errors import EvstoreError
+from ..core.refs import ContentRef, parse_ref
 from ..db.tables import artifacts, attrs, edges
 from . import artifacts as _artifacts
 from . import bindings as _bindings
 from . import blobs as _blobs
+from .staged import Staged, StagedBindingBatch, stored_bindings
 
 __all__ = ["Mode", "Txn"]
 
@@ -40,6 +47,10 @@ class Txn:
         mode: ``"ingest"``, ``"validate"`` or ``"audit"``.
         options: per-command options for kind handlers (e.g. ``"scope"``, ``"sources"``).
         faults: faults collected in validate and audit modes.
+        staged: the in-memory overlay of a validate over a read snapshot (None: writes go
+            to ``conn``).
+        poll: called between documents of a validate (raises to stop it: a cost limit, a
+            client gone); None: never.
     """
 
     def __init__(
@@ -50,8 +61,12 @@ class Txn:
         *,
         options: Mapping[str, Any] | None = None,
         supplied: Iterable[bytes] = (),
+        staged: Staged | None = None,
+        poll: Callable[[], None] | None = None,
     ) -> None:
         self.conn = conn
+        self.staged = staged
+        self.poll = poll
         self.settings = settings
         self.mode = mode
         self.options: dict[str, Any] = dict(options or {})
@@ -102,6 +117,10 @@ class Txn:
         if cached is not None:
             return cached
         corrupt: EvstoreError | None = None
+        if self.staged is not None:
+            hit = self.staged.blob_row("sha256", sha256_hex)
+            if hit is not None:
+                return hit
         for row in _blobs.lookup_sha256_all(self.conn, sha256_hex):
             err = _blobs.verify_stored(self.conn, row)
             if err is None:
@@ -113,7 +132,7 @@ class Txn:
             if corrupt is not None:
                 raise corrupt
             return None
-        put = _blobs.put_bytes(self.conn, data)
+        put = self.put_blob(data)
         row = _blobs.BlobRow(put.digest, None)
         self._verified[sha256_hex] = row
         return row
@@ -130,16 +149,54 @@ class Txn:
 
     def read_blob(self, row: _blobs.BlobRow) -> bytes:
         """A stored blob's bytes, verified (CorruptionError on mismatch)."""
+        if self.staged is not None:
+            data = self.staged.blob_bytes(row)
+            if data is not None:
+                return data
         return _blobs.read_verified(self.conn, row)
 
+    def blob(self, ref: ContentRef) -> _blobs.BlobRow | None:
+        """The blob a content ref names (stored, or staged by this validate), or None."""
+        if self.staged is not None:
+            hit = self.staged.blob_row(ref.algorithm, ref.hex)
+            if hit is not None:
+                return hit
+        return _blobs.lookup(self.conn, ref)
+
+    def existing_blobs(self, addresses: Sequence[str]) -> dict[str, _blobs.BlobRow]:
+        """Index rows of the blobs among ``addresses`` (64 hex): stored, or staged here.
+
+        A write transaction locks the stored rows until its commit
+        (:func:`evstore.objects.blobs.existing_rows`); a validate's snapshot locks nothing.
+        """
+        if self.staged is None:
+            return _blobs.existing_rows(self.conn, addresses)
+        found: dict[str, _blobs.BlobRow] = {}
+        rest = []
+        for a in addresses:
+            hit = self.staged.blob_row("blake3", a)
+            if hit is not None:
+                found[a] = hit
+            else:
+                rest.append(a)
+        for a in rest:
+            row = _blobs.lookup(self.conn, parse_ref("blake3:" + a))
+            if row is not None:
+                found[a] = row
+        return found
+
     def put_blob(self, data: bytes) -> _blobs.PutResult:
-        """Store bytes as a blob (or find them stored)."""
+        """Store bytes as a blob (or find them stored; a validate stages them)."""
         self._writable()
+        if self.staged is not None:
+            return self.staged.put_blob(self.conn, data)
         return _blobs.put_bytes(self.conn, data)
 
     def binding_batch(self, namespace: str) -> _bindings.BindingBatch:
         """A :class:`~evstore.objects.bindings.BindingBatch` of ``namespace`` here."""
         self._writable()
+        if self.staged is not None:
+            return StagedBindingBatch(self.conn, namespace, self.staged)
         return _bindings.BindingBatch(self.conn, namespace)
 
     # -- artifacts ------------------------------------------------------------------------
@@ -158,6 +215,10 @@ class Txn:
         ``edges`` are ``(role, dst)`` with ``dst`` 64 hex or ``blake3:<hex>``.
         """
         self._writable()
+        if self.staged is not None:
+            return self.put_artifacts(
+                kind, contract_version, [(canonical, tuple(edges), tuple(attrs), warnings)]
+            )[0]
         return _artifacts.put_artifact(
             self.conn,
             kind,
@@ -182,6 +243,16 @@ class Txn:
         first occurrence). ``blobs``: plain byte strings stored first, in the same batch.
         """
         self._writable()
+        if self.staged is not None:
+            return self.staged.put_artifacts(
+                self.conn,
+                kind,
+                [
+                    (item[0], [(r, d.removeprefix("blake3:")) for r, d in item[1]], *item[2:])
+                    for item in items
+                ],
+                blobs,
+            )
         return _artifacts.put_artifacts(
             self.conn,
             kind,
@@ -203,10 +274,18 @@ class Txn:
         q = sa.select(attrs.c.address, attrs.c.kind).where(_artifacts.attr_match(name, value))
         if kind is not None:
             q = q.where(attrs.c.kind == kind)
-        return [(r.address, r.kind) for r in self.conn.execute(q.order_by(attrs.c.address))]
+        found = [(r.address, r.kind) for r in self.conn.execute(q.order_by(attrs.c.address))]
+        if self.staged is not None:
+            extra = [h for h in self.staged.find_attr(name, value, kind) if h not in found]
+            found = sorted(found + extra)
+        return found
 
     def has_artifact(self, address: str, kind: str | None = None) -> bool:
         """True when ``address`` (64 hex) is stored as an artifact (of ``kind``)."""
+        if self.staged is not None and self.staged.has_artifact(
+            address.removeprefix("blake3:"), kind
+        ):
+            return True
         q = sa.select(artifacts.c.kind).where(
             artifacts.c.address == address.removeprefix("blake3:")
         )
@@ -216,19 +295,49 @@ class Txn:
 
     def edges_from(self, address: str) -> list[tuple[str, str]]:
         """``(role, dst hex)`` edges of an artifact."""
-        return [
+        src = address.removeprefix("blake3:")
+        out = [
             (r.role, r.dst)
             for r in self.conn.execute(
-                sa.select(edges.c.role, edges.c.dst).where(
-                    edges.c.src == address.removeprefix("blake3:")
-                )
+                sa.select(edges.c.role, edges.c.dst).where(edges.c.src == src)
             )
         ]
+        if self.staged is not None:
+            out += [e for e in self.staged.edges_from(src) if e not in out]
+        return out
 
     # -- bindings -------------------------------------------------------------------------
     def binding(self, namespace: str, key: str) -> str | None:
         """The value bound to ``(namespace, key)``, or None."""
-        return _bindings.lookup_binding(self.conn, namespace, key)
+        found = _bindings.lookup_binding(self.conn, namespace, key)
+        if found is None and self.staged is not None:
+            hit = self.staged.binding(namespace, sha256_hex(key.encode()))
+            return hit[1] if hit is not None else None
+        return found
+
+    def binding_origin(self, namespace: str, key: str) -> str:
+        """``blake3:<hex>`` of the artifact whose write bound ``key``; ``""`` when unknown."""
+        dg = sha256_hex(key.encode())
+        stored = stored_bindings(self.conn, namespace, [dg]).get(dg)
+        if stored is not None:
+            origin = stored[1]
+        elif self.staged is not None and (hit := self.staged.binding(namespace, dg)):
+            origin = hit[2]
+        else:
+            origin = ""
+        return f"blake3:{origin}" if origin else ""
+
+    def bindings_of(self, namespace: str, keys: Sequence[str]) -> dict[str, str]:
+        """Key -> bound value for the bound keys among ``keys`` (one query per 500)."""
+        by_digest = {sha256_hex(k.encode()): k for k in keys}
+        stored = stored_bindings(self.conn, namespace, by_digest)
+        out = {by_digest[d]: v for d, (v, _) in stored.items()}
+        if self.staged is not None:
+            for d, k in by_digest.items():
+                hit = self.staged.binding(namespace, d)
+                if d not in stored and hit is not None:
+                    out[k] = hit[1]
+        return out
 
     def bind_many(
         self,
@@ -248,6 +357,16 @@ class Txn:
                 if existing is not None and existing != value:
                     self.fault(on_conflict(i, existing))
             return [False] * len(pairs)
+        if self.staged is not None:
+            made = []
+            for i, (key, value) in enumerate(pairs):
+                existing = self.binding(namespace, key)
+                if existing is None:
+                    self.staged.bind(namespace, key, value, origin)
+                elif existing != value:
+                    self.fault(on_conflict(i, existing))
+                made.append(existing is None)
+            return made
         results = _bindings.bind_many(self.conn, namespace, pairs, origin.removeprefix("blake3:"))
         for i, res in enumerate(results):
             if res.conflict:
@@ -278,6 +397,10 @@ class Txn:
             if existing is not None and existing != value:
                 self.fault(on_conflict(existing))
             return False
+        if self.staged is not None:
+            return self.bind_many(namespace, [(key, value)], lambda _i, v: on_conflict(v), origin)[
+                0
+            ]
         res = _bindings.bind(self.conn, namespace, key, value, origin.removeprefix("blake3:"))
         if res.conflict:
             self.fault(on_conflict(res.value))

@@ -30,7 +30,16 @@ from starlette.routing import Mount
 
 from .. import CorruptionError, EvstoreError, Store, error
 from .. import open as open_store
-from .limits import BodyTooLarge, Guard, Limits, TransferAborted, too_large
+from .limits import (
+    BodyTimeout,
+    BodyTooLarge,
+    Guard,
+    Limits,
+    TransferAborted,
+    closing,
+    timed_out,
+    too_large,
+)
 from .problems import problem
 from .signer import DEFAULT_EVERY_S, signing
 
@@ -227,6 +236,10 @@ def install_handlers(app: Starlette) -> None:
         assert isinstance(exc, BodyTooLarge)
         return problem(too_large(exc.limit))
 
+    async def on_timeout(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, BodyTimeout)
+        return closing(problem(timed_out("body")))
+
     async def on_any(request: Request, exc: Exception) -> Response:
         if not isinstance(exc, TransferAborted):
             log.error("internal error on %s %s", request.method, request.url.path, exc_info=exc)
@@ -237,6 +250,7 @@ def install_handlers(app: Starlette) -> None:
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(HTTPException, on_http)
     app.add_exception_handler(BodyTooLarge, on_too_large)
+    app.add_exception_handler(BodyTimeout, on_timeout)
     app.add_exception_handler(Exception, on_any)
 
 
@@ -265,7 +279,9 @@ def create_app(
         An ASGI application (Starlette), wrapped in the limits guard.
 
     Raises:
-        InputError: ``input.invalid`` (no store, a bad name, unnamed mixed with named).
+        InputError: ``input.invalid`` (no store, a bad name, unnamed mixed with named);
+            ``log.key-file``, ``checkpoint.key`` (``log_key`` cannot be read or is
+            malformed: checked once the stores are open, before anything is served).
         StoreStateError: a store cannot be opened (``store.missing``, ...); every store
             opened before it is closed again.
     """
@@ -277,6 +293,8 @@ def create_app(
     try:
         for name, url in stores.items():
             opened.append(Served(name, open_store(url), public_read, limits))
+        if log_key is not None:  # a key the server could never sign with fails now
+            opened[0].store.log.check_key(log_key)
     except BaseException:
         for one in opened:
             one.store.close()

@@ -2,9 +2,13 @@
 
 :class:`Limits` holds the numbers; :class:`Guard` is the outermost ASGI middleware: it
 answers 413 from ``Content-Length`` before reading a byte, counts the bytes of bodies sent
-without it (chunked) and stops the request at the limit, answers 503 with ``Retry-After``
-when the server already has its limit of requests in flight, and ends a response whose
-stream was aborted (a corrupt large object) without completing it.
+without it (chunked) and stops the request at the limit, refuses a header block over
+:attr:`Limits.header_bytes` (431), stops a body that does not keep arriving (408, issue 23),
+answers 503 with ``Retry-After`` when the server already has its limit of requests in
+flight, and ends a response whose stream was aborted (a corrupt large object) without
+completing it. A request waiting for the bytes of its body holds no in-flight slot, so
+clients that send slowly cannot take the server's capacity from the others. The socket-level
+limits (header timeout, connection cap) are store/server/protocol.py's.
 """
 
 from __future__ import annotations
@@ -14,10 +18,22 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
+from starlette.responses import Response
+
 from .. import EvstoreError, error
 from .problems import problem
 
-__all__ = ["BodyTooLarge", "Guard", "Limits", "TransferAborted"]
+__all__ = [
+    "BodyTimeout",
+    "BodyTooLarge",
+    "Guard",
+    "Limits",
+    "TransferAborted",
+    "closing",
+    "headers_too_large",
+    "timed_out",
+]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -39,7 +55,28 @@ class Limits:
         bundle_bytes: a bundle tar (``POST P/v1/bundles``), spooled to disk. Default 1 GiB.
         missing_refs: refs in one ``missing`` request. Default 10000.
         page: the largest ``limit`` of one ``ls`` page. Default 10000.
-        in_flight: requests handled at once; more get 503 with ``Retry-After``. Default 256.
+        in_flight: requests handled at once; more get 503 with ``Retry-After``. A request
+            waiting for its body's bytes does not count. Default 256.
+        validate_bytes: a validate body (``POST P/v1/validate``): a read token may send it,
+            and checking costs far more than storing. Default 1 MiB.
+        validate_seconds: a validate running longer is stopped between two documents
+            (``http.validate-cost``, 413). Default 30.
+        form_bytes: a body sent to the pages (``P/ui/...``: the sign-in form needs no
+            token). Default 4 KiB.
+        header_bytes: the request line and headers together (431 over it). Default 16 KiB.
+        header_timeout: seconds a connection may take to send a request's line and headers
+            (from its opening, or from the end of the previous response); then 408 and the
+            connection is closed. Default 10.
+        body_timeout: seconds a body may take before it must arrive at ``body_rate``
+            (bytes per second, averaged from the body's start); a body slower than that, or
+            one that stalls this long, is answered 408 (``http.timeout``) and its connection
+            closed. Defaults 15 s and 1 KiB/s.
+        connections: open connections per process; one more is answered 503 and closed at
+            once (no file descriptor is held for it). Default 1000.
+        validate_threads: validations run at once (their own thread pool); more wait.
+            Default 4.
+        write_threads: ingests, bundles and puts run at once (their own pool); more wait.
+            Reads keep the rest of the threads. Default 8.
     """
 
     object_bytes: int = 1 << 30
@@ -48,6 +85,16 @@ class Limits:
     missing_refs: int = 10_000
     page: int = 10_000
     in_flight: int = 256
+    validate_bytes: int = 1 << 20
+    validate_seconds: float = 30.0
+    form_bytes: int = 4 << 10
+    header_bytes: int = 16 << 10
+    header_timeout: float = 10.0
+    body_timeout: float = 15.0
+    body_rate: int = 1 << 10
+    connections: int = 1000
+    validate_threads: int = 4
+    write_threads: int = 8
 
     def body_limit(self, method: str, path: str) -> int:
         """The body limit of a request to ``path`` (the path after the store prefix too)."""
@@ -55,6 +102,10 @@ class Limits:
             return self.object_bytes
         if path.endswith("/v1/bundles"):
             return self.bundle_bytes
+        if path.endswith("/v1/validate"):
+            return min(self.validate_bytes, self.json_bytes)
+        if "/ui/" in path or path.endswith("/ui"):
+            return self.form_bytes  # the pages' forms (sign-in) need no token: keep them small
         return self.json_bytes
 
 
@@ -64,6 +115,32 @@ class BodyTooLarge(Exception):
     def __init__(self, limit: int) -> None:
         super().__init__(f"the request body is over the limit of {limit} bytes")
         self.limit = limit
+
+
+class BodyTimeout(Exception):
+    """A request body did not arrive in time (answered 408 ``http.timeout``, then closed)."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"the request body did not arrive in time ({seconds:g} s)")
+        self.seconds = seconds
+
+
+def timed_out(what: str) -> EvstoreError:
+    """The ``http.timeout`` error: ``what`` (headers, body) did not arrive in time."""
+    return error(
+        "http.timeout",
+        f"the request's {what} did not arrive in time (docs/http.md#limits); "
+        "the connection is closed",
+    )
+
+
+def headers_too_large(limit: int) -> EvstoreError:
+    """The ``http.headers-too-large`` error for ``limit`` bytes."""
+    return error(
+        "http.headers-too-large",
+        f"the request line and headers are over the limit of {limit} bytes (docs/http.md#limits)",
+        limit=limit,
+    )
 
 
 class TransferAborted(Exception):
@@ -92,7 +169,14 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self.limits.body_limit(scope["method"], scope["path"])
+        limits = self.limits
+        size = len(scope["method"]) + len(scope.get("raw_path") or b"") + 12
+        size += len(scope.get("query_string") or b"") + 1
+        size += sum(len(k) + len(v) + 4 for k, v in scope.get("headers", ()))
+        if size > limits.header_bytes:
+            await problem(headers_too_large(limits.header_bytes))(scope, receive, send)
+            return
+        limit = limits.body_limit(scope["method"], scope["path"])
         length = _content_length(scope)
         if length is not None and length > limit:
             await problem(too_large(limit))(scope, receive, send)
@@ -105,14 +189,28 @@ class Guard:
             await problem(err)(scope, receive, send)
             return
         received = 0
+        body_done = False
+        start = anyio.current_time()
 
         async def counted() -> Message:
-            nonlocal received
-            message = await receive()
+            nonlocal received, body_done
+            if body_done:  # after the body only a disconnect comes: no deadline
+                return await receive()
+            # Waiting for the network, a request holds no in-flight slot.
+            self.in_flight -= 1
+            try:
+                wait = start + limits.body_timeout + received / limits.body_rate
+                with anyio.move_on_after(max(0.0, wait - anyio.current_time())) as waited:
+                    message = await receive()
+            finally:
+                self.in_flight += 1
+            if waited.cancelled_caught:
+                raise BodyTimeout(limits.body_timeout)
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
                     raise BodyTooLarge(limit)
+                body_done = not message.get("more_body", False)
             return message
 
         started = False
@@ -136,8 +234,18 @@ class Guard:
             if started:
                 raise
             await problem(too_large(exc.limit))(scope, receive, send)
+        except BodyTimeout:
+            if started:
+                raise
+            await closing(problem(timed_out("body")))(scope, receive, send)
         finally:
             self.in_flight -= 1
+
+
+def closing(response: Response) -> Response:
+    """``response`` with ``Connection: close``: the server closes the connection after it."""
+    response.headers["connection"] = "close"
+    return response
 
 
 def _content_length(scope: Scope) -> int | None:

@@ -21,6 +21,15 @@ __all__ = ["router"]
 
 router = APIRouter()
 
+#: The OpenAPI answers of a route whose 200 is text (a signed note, a tlog-proof).
+_TEXT = {
+    200: {
+        "description": "The text (UTF-8, lines ending in LF).",
+        "content": {"text/plain": {"schema": {"type": "string"}}},
+    },
+    **OBJECT_RESPONSES,
+}
+
 _IMMUTABLE = {"Cache-Control": "public, max-age=31536000, immutable"}
 _FRESH = {"Cache-Control": "no-cache"}
 
@@ -38,7 +47,8 @@ def status(one: Served = Depends(reader)) -> JSONResponse:  # noqa: B008
 @router.get(
     "/v1/log/checkpoint",
     summary="The latest signed checkpoint (C2SP signed note)",
-    responses=OBJECT_RESPONSES,
+    response_class=PlainTextResponse,
+    responses=_TEXT,
 )
 def checkpoint(one: Served = Depends(reader)) -> PlainTextResponse:  # noqa: B008
     """The note as text; 404 ``log.no-checkpoint`` before the first."""
@@ -73,7 +83,8 @@ def entries(
 @router.get(
     "/v1/log/proof/inclusion",
     summary="A tlog-proof of an entry in the latest checkpoint",
-    responses=OBJECT_RESPONSES,
+    response_class=PlainTextResponse,
+    responses=_TEXT,
 )
 def inclusion(
     ref: str | None = Query(None),

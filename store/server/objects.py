@@ -29,6 +29,7 @@ from .. import CorruptionError, Store, error, object_head, parse_ref
 from .app import Served
 from .auth import actor, ingester, reader, writes_leases
 from .limits import TransferAborted
+from .pools import in_pool
 from .problems import problem
 from .wire import OBJECT_RESPONSES, json_body, known_members, refs_list
 from .writes import rooted
@@ -270,8 +271,8 @@ async def put_object(
         await run_in_threadpool(spool.write, bytes(buf))
         spool.seek(0)
         file = cast(BinaryIO, spool)
-        result = await run_in_threadpool(
-            rooted(request, root, lambda: one.store.put(file, expect=expect))
+        result = await in_pool(  # the writes' own threads: reads keep theirs (issue 23)
+            request, "write", rooted(request, root, lambda: one.store.put(file, expect=expect))
         )
     finally:
         spool.close()

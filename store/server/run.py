@@ -5,20 +5,28 @@ worker, each opening its own connections). SIGTERM and SIGINT shut down cleanly:
 listening socket closes, requests in flight finish (up to ``graceful_s`` seconds), then the
 stores are closed. Every write is one database transaction, so a request cut short by the
 timeout leaves nothing half-written.
+
+Nothing is announced before it is true (issue 23): the stores are opened and the log key
+read first, then the listening socket is bound (``http.listen`` when the port is taken or
+not allowed), and only then does ``announce`` get the address. Connections run
+:class:`~evstore.server.protocol.GuardedH11Protocol` (header timeout, connection cap, 431).
 """
 
 from __future__ import annotations
 
 import signal
-from collections.abc import Mapping
+import socket
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
 from uvicorn.supervisors import Multiprocess
 
+from .. import error
 from .app import create_app
 from .limits import Limits
+from .protocol import GuardedH11Protocol
 from .signer import DEFAULT_EVERY_S
 
 __all__ = ["AppFactory", "serve"]
@@ -57,6 +65,7 @@ def serve(
     graceful_s: float = 30.0,
     log_key: str | None = None,
     checkpoint_every: float = DEFAULT_EVERY_S,
+    announce: Callable[[str], None] | None = None,
 ) -> None:
     """Serve ``stores`` over HTTP until SIGTERM or SIGINT (docs/http.md).
 
@@ -73,38 +82,81 @@ def serve(
             :func:`evstore.create_app` (with several workers, each worker signs; a round that
             finds the log not grown signs nothing).
         checkpoint_every: seconds between two signing rounds.
+        announce: called with ``http://HOST:PORT`` once the socket listens (the port
+            actually bound when ``port`` is 0), before the first request is served.
 
     Raises:
         InputError, StoreStateError: as :func:`evstore.create_app` (checked before the
-            socket is bound: a store that cannot be opened fails the command at once).
+            socket is bound: a store that cannot be opened, or a log key that cannot be
+            read, fails the command at once: ``log.key-file``, ``checkpoint.key``).
+        StoreStateError: ``http.listen`` (the address is in use or not allowed).
     """
-    factory = AppFactory(dict(stores), public_read, limits or Limits(), log_key, checkpoint_every)
+    limits = limits or Limits()
+    factory = AppFactory(dict(stores), public_read, limits, log_key, checkpoint_every)
     first = factory()  # every store opens now, or the command fails with its typed error
+    try:
+        sock = listen(host, port)
+    except BaseException:
+        _close(first)
+        raise
     config = uvicorn.Config(
         factory if workers > 1 else first,
         host=host,
-        port=port,
+        port=sock.getsockname()[1],
         workers=workers,
         factory=workers > 1,
         access_log=access_log,
         timeout_graceful_shutdown=int(graceful_s),
         lifespan="on",
         server_header=False,
+        http=GuardedH11Protocol,
+        h11_max_incomplete_event_size=limits.header_bytes,
+        timeout_keep_alive=min(5, max(1, int(limits.header_timeout))),
     )
     server = uvicorn.Server(config)
+    if announce is not None:
+        announce(f"http://{host}:{sock.getsockname()[1]}")
     # uvicorn re-raises the signal that stopped it once it has shut down; a no-op handler
     # makes that a normal return (exit 0) instead of a kill or a KeyboardInterrupt.
     old = {s: signal.signal(s, lambda *_: None) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         if workers > 1:
             _close(first)
-            sock = config.bind_socket()
             Multiprocess(config, sockets=[sock]).run()
         else:
-            server.run()
+            server.run(sockets=[sock])
     finally:
+        sock.close()
         for sig, handler in old.items():
             signal.signal(sig, handler)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (0: any free port), listening.
+
+    Raises:
+        StoreStateError: ``http.listen`` (the port is in use, the address is not this
+            machine's, or binding is not allowed), naming the address.
+    """
+    sock: socket.socket | None = None
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, kind, proto, _, address = infos[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+        sock.set_inheritable(True)
+    except OSError as exc:
+        if sock is not None:
+            sock.close()
+        raise error(
+            "http.listen",
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+            host=host,
+            port=port,
+        ) from None
+    return sock
 
 
 def _close(app: Any) -> None:

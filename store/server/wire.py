@@ -7,16 +7,18 @@ strict JSON reader, so a duplicate key or a lone surrogate in a request is the s
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
-from .. import error, loads
+from .. import EvstoreError, error, loads
 
 __all__ = [
     "OBJECT_RESPONSES",
     "PROBLEM_SCHEMA",
+    "documents_json",
     "json_body",
     "known_members",
     "problem_responses",
@@ -45,10 +47,12 @@ _MEANING = {
     403: "The token's scope does not allow this.",
     404: "No such object, artifact or route.",
     405: "The route does not take this method.",
+    408: "The request's headers or body did not arrive in time (http.timeout); closed.",
     409: "A write-time binding conflict; nothing was written.",
-    413: "The body is over the limit (docs/http.md#limits).",
+    413: "The body is over the limit, or a validate over its time (docs/http.md#limits).",
     416: "The one Range asked is unsatisfiable (Content-Range: bytes */SIZE).",
     422: "A contract rule or an expected digest failed; nothing was written.",
+    431: "The request line and headers are over the limit (http.headers-too-large).",
     500: "Stored bytes are corrupt (corruption.*), or another server fault; no bytes.",
     503: "Busy (store.busy, http.busy): retry after Retry-After seconds.",
 }
@@ -66,7 +70,9 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 #: The problem answers any authenticated route may give.
-OBJECT_RESPONSES = problem_responses(400, 401, 403, 404, 405, 409, 413, 416, 422, 500, 503)
+OBJECT_RESPONSES = problem_responses(
+    400, 401, 403, 404, 405, 408, 409, 413, 416, 422, 431, 500, 503
+)
 
 
 async def json_body(request: Request) -> Any:
@@ -77,6 +83,34 @@ async def json_body(request: Request) -> Any:
     """
     raw = await request.body()
     return await run_in_threadpool(lambda: loads(raw, number_tokens=True))
+
+
+_IN_DOCUMENT = re.compile(r"/(documents)/(\d+)/document(/.*)?|/(envelopes)/(\d+)(/.*)?", re.S)
+
+
+def documents_json(raw: bytes) -> Any:
+    """An ingest or validate body parsed by the strict reader, faults pointing as the CLI's.
+
+    A ``json.*`` fault inside a document of the body points into that document (RFC 6901,
+    as ``evstore ingest FILE`` would say), not into the request body: the pointer
+    ``/documents/0/document/role`` becomes ``/role``, with the document's place in
+    ``details`` (``{"document": 0}``, or ``{"envelope": 0}`` for ``envelopes``) and its
+    default name in ``path`` (``documents/0``). Faults elsewhere keep their body pointer.
+
+    Raises:
+        JSONFormError: ``json.*`` (400).
+    """
+    try:
+        return loads(raw, number_tokens=True)
+    except EvstoreError as err:
+        m = _IN_DOCUMENT.fullmatch(err.pointer or "")
+        if m is not None and err.code.startswith("json."):
+            member = m.group(1) or m.group(4)
+            index = int(m.group(2) or m.group(5))
+            err.pointer = (m.group(3) if m.group(1) else m.group(6)) or ""
+            err.details[member.removesuffix("s")] = index
+            err.path = f"{member}/{index}"
+        raise
 
 
 def refs_list(body: Any, limit: int) -> list[str]:

@@ -11,6 +11,10 @@ and answers what ``ingest --json`` / ``validate --json`` print; one request is o
 transaction, with the same verdicts, codes and pointers as the CLI. Ingest, PUT and bundles
 root what they write under ``root`` (the body's member, or ``?root=``; ``default`` when absent),
 acting as the token's id (issue 12, docs/http.md#retention).
+
+A validate (read scope) takes no write lock: ``Store.validate`` reads one snapshot. It is
+bounded (``Limits.validate_bytes``, ``Limits.validate_seconds``), runs in its own thread
+capacity (store/server/pools.py), and stops between two documents once its client has gone.
 """
 
 from __future__ import annotations
@@ -19,19 +23,22 @@ import base64
 import binascii
 import json
 import tempfile
+import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import anyio
 from fastapi import APIRouter, Depends, Query, Request
-from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response
 
 from .. import Document, EvstoreError, error, fragment_scope, rooting
 from .app import Served
 from .auth import actor, ingester, reader
 from .bundles import receive_tar, unpack_bundle
+from .pools import in_pool
 from .problems import problem
-from .wire import OBJECT_RESPONSES, json_body, known_members
+from .wire import OBJECT_RESPONSES, documents_json, known_members
 
 __all__ = ["INGEST_SCHEMA", "body_root", "ingest_inputs", "rooted", "router"]
 
@@ -228,17 +235,45 @@ _BODY = {
 )
 async def ingest(request: Request, one: Served = Depends(ingester)) -> dict[str, Any]:  # noqa: B008
     """The ingest report; the first fault as a problem (nothing written)."""
-    body = await json_body(request)
+    raw = await request.body()
+    body = await in_pool(request, "write", lambda: documents_json(raw))
     docs, options, supplied = ingest_inputs(body)
-    report = await run_in_threadpool(
+    report = await in_pool(
+        request,
+        "write",
         rooted(
             request,
             body_root(body),
             lambda: one.store.ingest(docs, options=options, supplied=supplied),
-        )
+        ),
     )
     out: dict[str, Any] = report.to_dict()
     return out
+
+
+def _validate_poll(gone: threading.Event, seconds: float) -> Callable[[], None]:
+    """The ``poll`` of one validate: stop when the client went away or time is up."""
+    deadline = time.monotonic() + seconds
+
+    def poll() -> None:
+        if gone.is_set():
+            raise error("http.request", "the client went away; the validation was stopped")
+        if time.monotonic() > deadline:
+            raise error(
+                "http.validate-cost",
+                f"the validation ran over its limit of {seconds:g} s and was stopped "
+                "(docs/http.md#limits): send fewer or smaller documents per request",
+                limit_s=seconds,
+            )
+
+    return poll
+
+
+async def _watch(request: Request, gone: threading.Event) -> None:
+    """Set ``gone`` once the client has disconnected (checked every 0.2 s)."""
+    while not await request.is_disconnected():
+        await anyio.sleep(0.2)
+    gone.set()
 
 
 @router.post(
@@ -248,11 +283,31 @@ async def ingest(request: Request, one: Served = Depends(ingester)) -> dict[str,
     openapi_extra=_BODY,
 )
 async def validate(request: Request, one: Served = Depends(reader)) -> Response:  # noqa: B008
-    """The validate report (200 when valid); faults as one 422 problem listing them all."""
-    docs, options, supplied = ingest_inputs(await json_body(request))
-    report = await run_in_threadpool(
-        lambda: one.store.validate(docs, options=options, supplied=supplied)
-    )
+    """The validate report (200 when valid); faults as one 422 problem listing them all.
+
+    Raises (as problems): ``http.validate-cost`` (413: over ``Limits.validate_seconds``),
+    ``http.too-large`` (413: a body over ``Limits.validate_bytes``), ``json.*``,
+    ``http.request``.
+    """
+    raw = await request.body()
+    gone = threading.Event()
+    poll = _validate_poll(gone, one.limits.validate_seconds)
+
+    def work() -> Any:
+        docs, options, supplied = ingest_inputs(documents_json(raw))
+        return one.store.validate(docs, options=options, supplied=supplied, poll=poll)
+
+    failure: Exception | None = None
+    async with anyio.create_task_group() as tg:  # (a task group wraps what its body raises)
+        tg.start_soon(_watch, request, gone)
+        try:
+            report = await in_pool(request, "validate", work)
+        except Exception as exc:
+            failure = exc
+        finally:
+            tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
     out = report.to_dict()
     out["bindings_checked"] = True
     if report.ok:
@@ -292,6 +347,6 @@ async def bundles(
                 out: dict[str, Any] = report.to_dict()
                 return out
 
-            return await run_in_threadpool(rooted(request, root, work))
+            return await in_pool(request, "write", rooted(request, root, work))
     finally:
         spool.close()

@@ -244,15 +244,31 @@ def test_unknown_clients_get_problem_json_for_malformed_http(served):
         assert r.status_code == 401
 
 
-def test_limits_in_process_and_503_when_busy(store_url):
+def test_limits_in_process_and_503_when_busy(store_url, monkeypatch):
     # The same guard as above, on uvicorn in a thread (coverage), and its in-flight limit.
+    import threading
+
     from serverkit import make_tokens, start_thread
 
+    from evstore.facade.api import Store
+
+    held, release = threading.Event(), threading.Event()
+    plain_has = Store.has
+    marker = "blake3:" + "e" * 64
+
+    def has(self, refs):  # a request that is being worked on holds the one place
+        if marker in refs:
+            held.set()
+            release.wait(60)
+        return plain_has(self, refs)
+
+    monkeypatch.setattr(Store, "has", has)
     tokens = make_tokens(store_url)
     limits = evstore.ServerLimits(object_bytes=1000, json_bytes=500, in_flight=1, page=5)
     server = start_thread({None: store_url}, limits=limits)
     server.tokens = tokens
     port = int(server.base.rsplit(":", 1)[1])
+    worker = None
     try:
         with server.client() as c:
             assert _code(c.put("/v1/objects", content=b"x" * 1001)) == "http.too-large"
@@ -261,43 +277,46 @@ def test_limits_in_process_and_503_when_busy(store_url):
             assert _code(c.get("/v1/ls", params={"limit": 6})) == "http.request"
             many = c.post("/v1/missing", json={"refs": ["blake3:" + "0" * 64] * 10_001})
             assert many.status_code == 413  # over the JSON limit before the count is looked at
-            hold = None
-            for _ in range(40):  # a request still finishing may hold the one place: retry
-                hold = socket.create_connection(("127.0.0.1", port))
-                hold.sendall(
-                    b"PUT /v1/objects HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n"
-                    + f"Authorization: Bearer {tokens['ingest']}\r\n\r\nabc".encode()
-                )
-                hold.settimeout(0.5)
-                try:
-                    early = hold.recv(4096)
-                except TimeoutError:
-                    break  # held: no answer while its body is incomplete
-                hold.close()
-                assert b" 503 " in early
+            # A request waiting for the rest of its body holds no place (issue 23) ...
+            waiting = socket.create_connection(("127.0.0.1", port))
+            waiting.sendall(
+                b"PUT /v1/objects HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n"
+                + f"Authorization: Bearer {tokens['ingest']}\r\n\r\nabc".encode()
+            )
             try:
-                busy = None
-                for _ in range(400):  # the held request reaches the app (bounded: 20 s)
-                    busy = c.get("/v1")
-                    if busy.status_code == 503:
+                statuses = []
+                for _ in range(100):  # once it waits for its body (bounded: 5 s)
+                    statuses.append(c.get("/v1").status_code)
+                    if statuses[-1] == 200:
                         break
                     time.sleep(0.05)
-                hold.settimeout(0.5)
-                try:
-                    held = hold.recv(4096)
-                except TimeoutError:
-                    held = b"(still held)"
-                assert busy.status_code == 503, held
-                assert busy.headers["retry-after"] == "1"
-                assert _code(busy) == "http.busy"
+                assert statuses[-1] == 200, statuses
             finally:
-                hold.close()
+                waiting.close()
+
+            # ... one being worked on does: the next request is 503 http.busy.
+            def holder() -> None:
+                with server.client("read") as mine:
+                    mine.post("/v1/missing", json={"refs": [marker]})
+
+            worker = threading.Thread(target=holder)
+            worker.start()
+            assert held.wait(30)
+            busy = c.get("/v1")
+            assert busy.status_code == 503
+            assert busy.headers["retry-after"] == "1"
+            assert _code(busy) == "http.busy"
+            release.set()
+            worker.join(30)
             for _ in range(100):
                 if c.get("/v1").status_code == 200:
                     break
                 time.sleep(0.05)
             assert c.get("/v1").status_code == 200
     finally:
+        release.set()
+        if worker is not None:
+            worker.join(30)
         server.stop()
 
 

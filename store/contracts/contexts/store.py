@@ -76,7 +76,7 @@ def load_source_document(txn: Txn, ref: str) -> tuple[str, Any]:
 
 def _source_row(txn: Txn, ref: str) -> blobs.BlobRow:
     """The blob of the stored source-document artifact ``ref`` names (bytes not read)."""
-    row = blobs.lookup(txn.conn, parse_ref(ref))
+    row = txn.blob(parse_ref(ref))
     if row is None or not txn.has_artifact(row.digest.blake3, SourceDocumentKind.name):
         raise error(
             "not-found.source-document",

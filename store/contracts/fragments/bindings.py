@@ -30,14 +30,11 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-
 from ...core.canonical import dumps, loads
 from ...core.digests import digest_bytes
 from ...core.errors import EvstoreError, error, join_pointer
 from ...core.refs import parse_ref
 from ...core.settings import setting
-from ...db.tables import bindings as _bindings_table
 from ...objects import blobs as _blobs
 from ...objects.artifacts import ArtifactResult
 from .rules import (
@@ -158,7 +155,7 @@ def command_sources(txn: Txn, st: TxnState) -> list[tuple[str, str, str, bytes]]
 
 def read_json_artifact(txn: Txn, address: str) -> Any:
     """The parsed JSON of the stored blob ``blake3:address``, or None when absent."""
-    row = _blobs.lookup(txn.conn, parse_ref("blake3:" + address))
+    row = txn.blob(parse_ref("blake3:" + address))
     if row is None:
         return None
     return loads(txn.read_blob(row))
@@ -385,19 +382,10 @@ def ingest_scope(txn: Txn, pointer: str = "") -> tuple[dict[str, str] | None, li
 def lookup_scope_bindings(txn: Txn, idents: Sequence[str]) -> dict[str, str]:
     """Scope bindings of many identities in one query per 500 (read-only; see tables.bindings).
 
-    The bindings table keys rows by the SHA-256 hex of the key text (store/db/tables.py).
+    Through :meth:`~evstore.objects.txn.Txn.bindings_of`, so a validate also sees the scopes
+    its own earlier documents bound.
     """
-    digests = {hashlib.sha256(i.encode("utf-8")).hexdigest(): i for i in idents}
-    found: dict[str, str] = {}
-    keys = list(digests)
-    for n in range(0, len(keys), 500):
-        q = sa.select(_bindings_table.c.key, _bindings_table.c.value).where(
-            _bindings_table.c.namespace == NS_SCOPE,
-            _bindings_table.c.key_digest.in_(keys[n : n + 500]),
-        )
-        for row in txn.conn.execute(q):
-            found[row.key] = row.value
-    return found
+    return txn.bindings_of(NS_SCOPE, idents)
 
 
 def write_fragments(

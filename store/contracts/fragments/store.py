@@ -22,7 +22,6 @@ from ...core.canonical import dumps, loads
 from ...core.digests import digest_bytes
 from ...core.errors import EvstoreError, Faults, error, join_pointer
 from ...core.refs import parse_ref
-from ...objects import blobs as _blobs
 from ...objects.artifacts import ArtifactInfo, ArtifactResult, Document
 from ...objects.kinds import KindHandler
 from .bindings import (
@@ -121,7 +120,7 @@ def audit_fragment(frag: Any, address: str, pointer: str, txn: Txn) -> Faults:
         )
         return faults
     for dst in sources:
-        row = _blobs.lookup(txn.conn, parse_ref("blake3:" + dst))
+        row = txn.blob(parse_ref("blake3:" + dst))
         if row is None:
             faults.errors.append(
                 error(
@@ -531,7 +530,7 @@ class FragmentOps(PortableFragmentOps):
             byte rule if re-verification fails); CorruptionError.
         """
         with self.store.reading() as txn:
-            row = _blobs.lookup(txn.conn, parse_ref(ref))
+            row = txn.blob(parse_ref(ref))
             if row is None:
                 raise error("not-found.blob", f"no blob for {ref}", ref=ref)
             address = row.digest.blake3
@@ -541,7 +540,7 @@ class FragmentOps(PortableFragmentOps):
             sources = [dst for role, dst in txn.edges_from(address) if role == "source"]
             if not sources:
                 raise error(UNKNOWN_CONTENT, "the fragment has no recorded source")
-            src = _blobs.lookup(txn.conn, parse_ref("blake3:" + sources[0]))
+            src = txn.blob(parse_ref("blake3:" + sources[0]))
             if src is None:
                 raise error(UNKNOWN_CONTENT, "the recorded source is not stored")
             content = txn.read_blob(src)

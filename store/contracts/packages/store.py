@@ -35,13 +35,12 @@ from typing import Any
 import sqlalchemy as sa
 
 from ...core.canonical import dumps, loads
-from ...core.digests import blake3_hex, sha256_hex
+from ...core.digests import blake3_hex
 from ...core.errors import EvstoreError, Faults, RefSyntaxError, error
 from ...core.refs import parse_ref
 from ...core.settings import setting
 from ...core.times import utc_text
-from ...db.tables import artifacts, attrs, bindings, edges
-from ...objects import blobs as _blobs
+from ...db.tables import artifacts, attrs, edges
 from ...objects.artifacts import (
     ArtifactResult,
     Document,
@@ -117,15 +116,6 @@ def _value_text(value: tuple[str, str, str, str]) -> str:
     return "/".join(value)
 
 
-def _binding_origin(txn: Txn, namespace: str, key: str) -> str:
-    origin = txn.conn.execute(
-        sa.select(bindings.c.origin).where(
-            bindings.c.namespace == namespace, bindings.c.key_digest == sha256_hex(key.encode())
-        )
-    ).scalar()
-    return f"blake3:{origin}" if origin else ""
-
-
 def _uuid_attrs(name: str, value: Any) -> list[tuple[str, str]]:
     if not isinstance(value, str):
         return []
@@ -152,7 +142,7 @@ def _revision_conflict(
     def conflict(existing: str) -> EvstoreError:
         bound = existing.split("/")
         differ = [f for f, a, b in zip(_VALUE_FIELDS, bound, value, strict=False) if a != b]
-        origin = _binding_origin(txn, REVISION_NAMESPACE, _key_text(key))
+        origin = txn.binding_origin(REVISION_NAMESPACE, _key_text(key))
         return error(
             "package.revision-conflict",
             f"recording {key[1]} revision {key[2]} is already bound to other "
@@ -319,7 +309,7 @@ def _stored_package(txn: Txn, package_id: Any) -> tuple[str, Any] | None:
     address = _package_address(txn, package_id)
     if address is None:
         return None
-    row = _blobs.lookup(txn.conn, parse_ref("blake3:" + address))
+    row = txn.blob(parse_ref("blake3:" + address))
     if row is None:
         return None
     return address, loads(txn.read_blob(row))
@@ -462,7 +452,7 @@ class PackageOps:
                 raise error("not-found.artifact", f"no stored package has id {ref}", package_id=ref)
             ref = "blake3:" + stored[0][0]
         try:
-            row = _blobs.lookup(txn.conn, parse_ref(ref))
+            row = txn.blob(parse_ref(ref))
         except RefSyntaxError as err:
             err.message += "; or give a package id (UUID)"
             raise

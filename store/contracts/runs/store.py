@@ -20,7 +20,7 @@ from ...core.canonical import dumps
 from ...core.errors import EvstoreError, Faults, InputError, error, join_pointer
 from ...core.refs import parse_ref
 from ...core.results import RunReport
-from ...objects import blobs, lineage
+from ...objects import lineage
 from ...objects.artifacts import ArtifactInfo, ArtifactResult
 from ...objects.kinds import KindHandler, get_handler, kind_record
 from ...objects.txn import Txn
@@ -146,7 +146,7 @@ def _presence_faults(doc: Mapping[str, Any], txn: Txn) -> Faults:
     sizes.update((e["raw"], e["size"]) for e in doc["files"].values())
     for role, ref in record_edges(doc):
         try:
-            row = blobs.lookup(txn.conn, parse_ref(ref))
+            row = txn.blob(parse_ref(ref))
         except (InputError, TypeError):
             faults.add("run.record-shape", f"{ref!r} is not a content ref")
             continue
