@@ -26,11 +26,12 @@ from ..core.refs import parse_ref
 from ..core.results import ArtifactResult, PutResult
 from ..db.tables import artifacts as _artifacts_table
 from ..db.tables import bindings as _bindings_table
+from ..db.tables import blobs as _blobs_table
 from . import blobs as _blobs
 from .artifacts import attr_digest
 from .bindings import BindingBatch
 
-__all__ = ["Staged", "StagedBindingBatch"]
+__all__ = ["Staged", "StagedBindingBatch", "stored_bindings", "stored_blobs"]
 
 
 @dataclass
@@ -137,6 +138,24 @@ class Staged:
         self.bindings.setdefault(
             (namespace, sha256_hex(key.encode())), (key, value, origin.removeprefix("blake3:"))
         )
+
+
+def stored_blobs(conn: Connection, addresses: Sequence[str]) -> dict[str, _blobs.BlobRow]:
+    """Index rows of the stored blobs among ``addresses`` (64 hex), one query per 500.
+
+    As :func:`evstore.objects.blobs.existing_rows` without its row locks: a validate's
+    snapshot holds nothing that a collector or a writer would wait for.
+    """
+    t = _blobs_table
+    found: dict[str, _blobs.BlobRow] = {}
+    keys = list(dict.fromkeys(addresses))
+    for i in range(0, len(keys), 500):
+        q = sa.select(t.c.address, t.c.sha256, t.c.size, t.c.chunk_set).where(
+            t.c.address.in_(keys[i : i + 500])
+        )
+        for r in conn.execute(q):
+            found[r.address] = _blobs.row_from(r)
+    return found
 
 
 def _stored_as(conn: Connection, address: str, kind: str) -> bool:

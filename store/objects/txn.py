@@ -26,12 +26,12 @@ from sqlalchemy.engine import Connection
 
 from ..core.digests import digest_bytes, sha256_hex
 from ..core.errors import EvstoreError
-from ..core.refs import ContentRef, parse_ref
+from ..core.refs import ContentRef
 from ..db.tables import artifacts, attrs, edges
 from . import artifacts as _artifacts
 from . import bindings as _bindings
 from . import blobs as _blobs
-from .staged import Staged, StagedBindingBatch, stored_bindings
+from .staged import Staged, StagedBindingBatch, stored_bindings, stored_blobs
 
 __all__ = ["Mode", "Txn"]
 
@@ -179,10 +179,7 @@ class Txn:
                 found[a] = hit
             else:
                 rest.append(a)
-        for a in rest:
-            row = _blobs.lookup(self.conn, parse_ref("blake3:" + a))
-            if row is not None:
-                found[a] = row
+        found.update(stored_blobs(self.conn, rest))
         return found
 
     def put_blob(self, data: bytes) -> _blobs.PutResult:
