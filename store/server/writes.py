@@ -252,10 +252,17 @@ async def ingest(request: Request, one: Served = Depends(ingester)) -> dict[str,
 
 
 def _validate_poll(gone: threading.Event, seconds: float) -> Callable[[], None]:
-    """The ``poll`` of one validate: stop when the client went away or time is up."""
-    deadline = time.monotonic() + seconds
+    """The ``poll`` of one validate: stop when the client went away or time is up.
+
+    The time counts from the first poll (the validation's start), not from the request's
+    arrival: a validate waiting for one of the validation threads spends none of it.
+    """
+    start: list[float] = []
 
     def poll() -> None:
+        if not start:
+            start.append(time.monotonic())
+        deadline = start[0] + seconds
         if gone.is_set():
             raise error("http.request", "the client went away; the validation was stopped")
         if time.monotonic() > deadline:
