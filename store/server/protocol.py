@@ -9,8 +9,9 @@ what :class:`~evstore.server.limits.Guard` cannot see from inside the app:
   ``Limits.header_timeout`` seconds of its opening (or of the end of the previous
   response); otherwise it is answered 408 (``http.timeout``, problem+json) and closed. An
   idle keep-alive connection is closed by uvicorn's ``timeout_keep_alive`` first.
-- **connection cap**: beyond ``Limits.connections`` open connections, a new one is answered
-  503 (``http.busy``) and closed at once.
+- **connection cap**: beyond ``Limits.connections`` open connections (and never more than
+  the file descriptor limit less :data:`SPARE_FDS`), a new one is answered 503
+  (``http.busy``) and closed at once.
 - **header size**: h11 refuses a header block still incomplete past ``Limits.header_bytes``
   (uvicorn's ``h11_max_incomplete_event_size``); that refusal is answered 431
   (``http.headers-too-large``, problem+json) instead of uvicorn's plain-text 400. A complete
@@ -33,7 +34,7 @@ from .. import EvstoreError, error
 from .limits import Guard, Limits, headers_too_large, timed_out
 from .problems import RETRY_AFTER_S, problem_body, status_of
 
-__all__ = ["GuardedH11Protocol", "raw_problem"]
+__all__ = ["SPARE_FDS", "GuardedH11Protocol", "connection_cap", "raw_problem"]
 
 
 def raw_problem(err: EvstoreError) -> bytes:
@@ -64,6 +65,26 @@ def _limits(app: Any) -> Limits:
     return Limits()
 
 
+#: File descriptors kept for everything but connections (the database, spools, logs).
+SPARE_FDS = 64
+
+
+def connection_cap(limits: Limits) -> int:
+    """``Limits.connections``, and never more than the process's file descriptor limit
+    (``RLIMIT_NOFILE``, soft) less :data:`SPARE_FDS`: idle connections must not exhaust the
+    descriptors the stores need.
+    """  # noqa: D205
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):  # pragma: no cover - not POSIX
+        return limits.connections
+    if soft == resource.RLIM_INFINITY:
+        return limits.connections
+    return max(1, min(limits.connections, soft - SPARE_FDS))
+
+
 class _Connection(h11.Connection):
     """h11's connection, remembering the protocol error that refused the request."""
 
@@ -86,15 +107,15 @@ class GuardedH11Protocol(H11Protocol):
         self.parser = _Connection(h11.SERVER, self.limits.header_bytes)
         self.conn = self.parser
         self.head_timer: asyncio.TimerHandle | None = None
+        self.cap = connection_cap(self.limits)
 
     # -- connection cap ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         """Accept the connection, or answer 503 and close it when the cap is reached."""
         super().connection_made(transport)
-        if len(self.connections) > self.limits.connections:
+        if len(self.connections) > self.cap:
             err = error(
-                "http.busy",
-                f"the server has its limit of {self.limits.connections} open connections; retry",
+                "http.busy", f"the server has its limit of {self.cap} open connections; retry"
             )
             transport.write(raw_problem(err))
             transport.close()

@@ -370,3 +370,15 @@ def test_validations_do_not_take_the_readers_threads(store_url, slow_checks):
             w.join(120)
         server.stop()
     assert finished == [200] * 45
+
+
+def test_the_connection_cap_stays_below_the_file_descriptor_limit(monkeypatch):
+    import resource
+
+    from evstore.server.protocol import SPARE_FDS, connection_cap
+
+    limits = evstore.ServerLimits(connections=1000)
+    monkeypatch.setattr(resource, "getrlimit", lambda _which: (300, 300))
+    assert connection_cap(limits) == 300 - SPARE_FDS
+    monkeypatch.setattr(resource, "getrlimit", lambda _which: (1 << 20, 1 << 20))
+    assert connection_cap(limits) == 1000
