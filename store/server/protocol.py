@@ -34,7 +34,7 @@ from .. import EvstoreError, error
 from .limits import Guard, Limits, headers_too_large, timed_out
 from .problems import RETRY_AFTER_S, problem_body, status_of
 
-__all__ = ["SPARE_FDS", "GuardedH11Protocol", "connection_cap", "raw_problem"]
+__all__ = ["GuardedH11Protocol", "SPARE_FDS", "connection_cap", "raw_problem"]
 
 
 def raw_problem(err: EvstoreError) -> bytes:
