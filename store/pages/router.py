@@ -19,10 +19,10 @@ from typing import Any
 from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from jinja2 import Environment, FunctionLoader, StrictUndefined, select_autoescape
 
-from .. import EvstoreError, error, http_status
+from .. import CorruptionError, EvstoreError, error, http_status
 from . import contract_views as cv
 from . import keeping, views
 from .render import ev_text, is_ref, query
@@ -199,7 +199,9 @@ def _static_routes(router: APIRouter) -> None:
 def _auth_routes(router: APIRouter, pages: _Pages) -> None:
     @router.get("/ui/signin")
     def signin_form(request: Request, next: str = "") -> HTMLResponse:
-        return pages.render(request, "signin.html", next=_safe_next(pages, request, next))
+        return pages.render(
+            request, "signin.html", next=_safe_next(pages, request, next), message=""
+        )
 
     @router.post("/ui/signin")
     async def signin(request: Request) -> Response:
@@ -237,7 +239,18 @@ def _safe_next(pages: _Pages, request: Request, target: str) -> str:
     return base + "/"
 
 
-def _guard(pages: _Pages, request: Request, work: Callable[[], Response]) -> Response:
+def _guard(
+    pages: _Pages,
+    request: Request,
+    work: Callable[[], Response],
+    page: tuple[str, str] | None = None,
+) -> Response:
+    """Run a page's ``work`` once the request may read; its errors become error pages.
+
+    ``page`` is ``(label, ref)`` of an object's own page: when the object (or what the page
+    must read to draw it) does not verify, the page still answers, with the object's
+    recorded facts and the damage named (``damaged.html``, 200), never a bare error.
+    """
     if not pages.allowed(request):
         nxt = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         return pages.render(
@@ -245,6 +258,19 @@ def _guard(pages: _Pages, request: Request, work: Callable[[], Response]) -> Res
         )
     try:
         return work()
+    except CorruptionError as err:
+        if page is None:
+            return pages.fail(request, err)
+        try:
+            info = views.summary(pages.store_of(request), page[1])
+        except EvstoreError:
+            return pages.fail(request, err)
+        damage = err.to_dict()
+        return pages.render(request, "damaged.html", label=page[0], damage=damage, **info)
+    except views.DocumentTooLarge as big:
+        info = views.summary(pages.store_of(request), big.address)
+        label = page[0] if page is not None else "Artifact"
+        return pages.render(request, "toolarge.html", label=label, doc_max=views.DOC_MAX, **info)
     except EvstoreError as err:
         return pages.fail(request, err)
 
@@ -292,13 +318,18 @@ def _page_routes(router: APIRouter, pages: _Pages) -> None:
     @router.get("/ui/raw/{ref}")
     def raw(request: Request, ref: str) -> Response:
         def work() -> Response:
-            data = pages.store_of(request).get(ref)
+            store = pages.store_of(request)
+            size = int(store.stat(ref)["size"])
+            # Verified whole before the first byte (a damaged blob is its error page, no
+            # bytes), then streamed in 1 MiB chunks: memory stays one chunk at any size.
+            chunks = views.stream_verified(store, ref)
             headers = {
                 **_HEADERS,
                 "Content-Security-Policy": "sandbox; default-src 'none'",
                 "Content-Disposition": "attachment",
+                "Content-Length": str(size),
             }
-            return Response(data, media_type="application/octet-stream", headers=headers)
+            return StreamingResponse(chunks, media_type="application/octet-stream", headers=headers)
 
         return _guard(pages, request, work)
 
@@ -310,7 +341,7 @@ def _page_routes(router: APIRouter, pages: _Pages) -> None:
             ctx["keeps_retention"] = keeping.keeps(store, "retention")
             return pages.render(request, "artifact.html", **ctx)
 
-        return _guard(pages, request, work)
+        return _guard(pages, request, work, ("Artifact", ref))
 
     @router.get("/ui/artifact/{ref}/json")
     def json_page(request: Request, ref: str, at: str = "", offset: int = 0) -> Response:
@@ -320,7 +351,7 @@ def _page_routes(router: APIRouter, pages: _Pages) -> None:
             )
             return pages.render(request, "json.html", **ctx)
 
-        return _guard(pages, request, work)
+        return _guard(pages, request, work, ("JSON of artifact", ref))
 
     @router.get("/ui/blob/{ref}")
     def blob(request: Request, ref: str, offset: int = 0) -> Response:
@@ -328,7 +359,7 @@ def _page_routes(router: APIRouter, pages: _Pages) -> None:
             ctx = views.blob_view(pages.store_of(request), pages.base(request), ref, max(0, offset))
             return pages.render(request, "blob.html", **ctx)
 
-        return _guard(pages, request, work)
+        return _guard(pages, request, work, ("Blob", ref))
 
 
 def _contract_routes(router: APIRouter, pages: _Pages) -> None:
@@ -339,7 +370,7 @@ def _contract_routes(router: APIRouter, pages: _Pages) -> None:
             ctx = cv.fragment_view(pages.store_of(request), pages.base(request), ref, at)
             return pages.render(request, "fragment.html", **ctx)
 
-        return _guard(pages, request, work)
+        return _guard(pages, request, work, ("Fragment", ref))
 
     @router.get("/ui/manifest/{ref}")
     def manifest(request: Request, ref: str, offset: int = 0) -> Response:
@@ -349,7 +380,7 @@ def _contract_routes(router: APIRouter, pages: _Pages) -> None:
             )
             return pages.render(request, "manifest.html", **ctx)
 
-        return _guard(pages, request, work)
+        return _guard(pages, request, work, ("Manifest", ref))
 
     @router.get("/ui/package/{ref}")
     def package(request: Request, ref: str, offset: int = 0) -> Response:
@@ -357,7 +388,7 @@ def _contract_routes(router: APIRouter, pages: _Pages) -> None:
             ctx = cv.package_view(pages.store_of(request), pages.base(request), ref, max(0, offset))
             return pages.render(request, "package.html", **ctx)
 
-        return _guard(pages, request, work)
+        return _guard(pages, request, work, ("Answer evidence package", ref))
 
     @router.get("/ui/envelope/{ref}")
     def envelope(request: Request, ref: str) -> Response:
@@ -365,7 +396,7 @@ def _contract_routes(router: APIRouter, pages: _Pages) -> None:
             ctx = cv.envelope_view(pages.store_of(request), pages.base(request), ref)
             return pages.render(request, "envelope.html", **ctx)
 
-        return _guard(pages, request, work)
+        return _guard(pages, request, work, ("Answer envelope", ref))
 
     @router.get("/ui/context/{ref}")
     def context(request: Request, ref: str, cite: str = "", window: int | None = None) -> Response:
@@ -375,7 +406,7 @@ def _contract_routes(router: APIRouter, pages: _Pages) -> None:
             ctx = cv.context_view(pages.store_of(request), pages.base(request), ref, ranges, w)
             return pages.render(request, "context.html", cite=cite, **ctx)
 
-        return _guard(pages, request, work)
+        return _guard(pages, request, work, ("Evidence context", ref))
 
     @router.get("/ui/run/{ref}")
     def run(request: Request, ref: str) -> Response:
@@ -383,7 +414,7 @@ def _contract_routes(router: APIRouter, pages: _Pages) -> None:
             ctx = cv.run_view(pages.store_of(request), pages.base(request), ref)
             return pages.render(request, "run.html", **ctx)
 
-        return _guard(pages, request, work)
+        return _guard(pages, request, work, ("Run record", ref))
 
 
 def _ranges(text: str) -> list[tuple[int, int]]:
