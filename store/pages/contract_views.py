@@ -82,6 +82,18 @@ def fragment_view(store: Any, base: str, ref: str, offset: int | None) -> dict[s
     }
 
 
+def _load_other(store: Any, ref: str) -> Any:
+    """Another object a page reads beside its own: parsed, or None when over :data:`DOC_MAX`
+    bytes or damaged (the page then draws without it; the object's own page names why).
+    """  # noqa: D205
+    try:
+        if int(store.stat(ref)["size"]) > DOC_MAX:
+            return None
+        return store.load(ref)
+    except CorruptionError:
+        return None
+
+
 def _source_window(
     store: Any, address: str, start: int, end: int, offset: int | None
 ) -> dict[str, Any]:
@@ -249,7 +261,7 @@ def package_view(store: Any, base: str, ref: str, offset: int) -> dict[str, Any]
     pid = doc.get("id")
     if isinstance(pid, str):
         for a in store.find("package_id", pid, kind="envelope"):
-            env = store.load(a.address)
+            env = _load_other(store, a.address)
             envelopes.append({"address": a.address, "claims": _claims(env, by_id, item_url)})
     context = doc.get("context") if isinstance(doc.get("context"), dict) else {}
     return {
@@ -344,13 +356,19 @@ def context_view(
             for e in edges_from(store, r["address"]):
                 if e["role"] == "artifact" and e["dst"] not in (info["address"], source):
                     if "json" in e["kinds"] or "package" in e["kinds"]:
-                        _unit_refs(store.load(e["dst"]), source_id, found, budget)
+                        _unit_refs(_load_other(store, e["dst"]), source_id, found, budget)
     ranges = cites or found
     cited: set[Any] = set()
     recomputed = None
+    doc: Any = None
+    source_damage = None
     if ranges and source is not None:
-        positions = {u.get("id"): n for n, u in enumerate(store.load(source))}
-        doc = store.load(source)
+        try:  # the units the citations select are read from the source document
+            doc = store.load(source) if int(store.stat(source)["size"]) <= DOC_MAX else None
+        except CorruptionError as exc:
+            source_damage = exc.to_dict()
+        doc = doc if isinstance(doc, list) else []
+        positions = {u.get("id"): n for n, u in enumerate(doc) if isinstance(u, dict)}
         for a, b in ranges:
             if a in positions and b in positions:
                 cited.update(u.get("id") for u in doc[positions[a] : positions[b] + 1])
@@ -375,6 +393,7 @@ def context_view(
         "total": len(units),
         "source": source,
         "source_url": page_for(base, source, ["source-document"]) if source else None,
+        "source_damage": source_damage,
         "ranges": ranges,
         "ranges_from": "query" if cites else ("run" if found else None),
         "window": window,

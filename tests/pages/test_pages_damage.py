@@ -184,3 +184,15 @@ def test_a_huge_document_is_cut_with_a_note_and_a_link_to_its_bytes(store):
     ref = store.ingest(big).results[0].digest.address
     r = c.get(f"/ui/context/{ref}")
     assert r.status_code == 200 and "Not drawn" in r.text and f"/ui/raw/{ref}" in r.text
+
+
+def test_a_context_page_names_a_damaged_source_document(store):
+    ids = ingest_examples(store)
+    c = client(store)
+    url = f"/ui/context/{ids['context']}"
+    params = {"cite": "31:31 33:33", "window": 1}
+    assert "Damaged source document" not in c.get(url, params=params).text
+    flip_byte(store, ids["source_document"], at=4)
+    r = c.get(url, params=params)
+    assert r.status_code == 200 and "Damaged source document" in r.text
+    assert ids["source_document"] in r.text and "corruption.digest" in r.text
