@@ -287,13 +287,19 @@ def envelope_view(store: Any, base: str, ref: str) -> dict[str, Any]:
     by_id: dict[Any, Any] = {}
     pkg_url = None
     package_damage = None
+    package_size = None  # set when the package is over DOC_MAX bytes (not parsed)
     if packages:
         pkg_url = f"{base}/package/{packages[0]['dst']}"
-        try:
-            pkg = store.load(packages[0]["dst"])
-        except CorruptionError as exc:  # the claims are shown without the cited items
+        pkg: Any = {}
+        try:  # damaged or too large: the claims are shown without the cited items
+            size = int(store.stat(packages[0]["dst"])["size"])
+            if size > DOC_MAX:
+                package_size = size
+            else:
+                pkg = store.load(packages[0]["dst"])
+        except CorruptionError as exc:
             package_damage = exc.to_dict()
-            pkg = {}
+        pkg = pkg if isinstance(pkg, dict) else {}
         by_id = {i.get("id"): i for i in pkg.get("items", []) if isinstance(i, dict)}
     rank = {k: n for n, k in enumerate(by_id)}
 
@@ -308,6 +314,8 @@ def envelope_view(store: Any, base: str, ref: str) -> dict[str, Any]:
         "env": env,
         "package_url": pkg_url,
         "package_damage": package_damage,
+        "package_size": package_size,
+        "doc_max": DOC_MAX,
         "claims": _claims(env, by_id, item_url),
         "edges_in": edges_in(store, base, info["address"]),
     }

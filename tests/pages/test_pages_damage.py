@@ -196,3 +196,20 @@ def test_a_context_page_names_a_damaged_source_document(store):
     r = c.get(url, params=params)
     assert r.status_code == 200 and "Damaged source document" in r.text
     assert ids["source_document"] in r.text and "corruption.digest" in r.text
+
+
+def test_an_envelope_citing_a_huge_package_says_it_is_not_drawn(store, monkeypatch):
+    ids = ingest_examples(store)
+    c = client(store)
+    url = f"/ui/envelope/{ids['envelope']}"
+    assert "is shown without" not in c.get(url).text
+    from evstore.pages import contract_views
+
+    envelope = store.stat(ids["envelope"])["size"]
+    package = store.stat(ids["package"])["size"]
+    assert package > envelope
+    monkeypatch.setattr(contract_views, "DOC_MAX", envelope)  # the package is now "huge"
+    r = c.get(url)
+    assert r.status_code == 200 and "these pages parse: the claims are shown" in r.text
+    assert f"The cited package is {package:,} bytes" in r.text
+    assert "<mark>" not in r.text  # no cited item drawn
