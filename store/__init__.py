@@ -25,7 +25,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .access.tokens import create_token, list_tokens, revoke_token, token_scope
+    from .access.tokens import (
+        create_session,
+        create_token,
+        list_tokens,
+        revoke_token,
+        session_scope,
+        token_scope,
+    )
     from .archive.layout import Limits as ArchiveLimits
     from .archive.ops import export_archive, import_archive, verify_archive
     from .contracts.fragments.rules import scope_from_parts as fragment_scope
@@ -113,6 +120,7 @@ _SOURCES: dict[str, str] = {
     "bindings_of_fragment": "read.review",
     "check_kind": "objects.kinds",
     "create_app": "server.app",
+    "create_session": "access.tokens",
     "create_token": "access.tokens",
     "current_root": "objects.leases",
     "describe_artifact": "read.describe",
@@ -143,6 +151,7 @@ _SOURCES: dict[str, str] = {
     "revoke_token": "access.tokens",
     "rooting": "objects.leases",
     "serve": "server.run",
+    "session_scope": "access.tokens",
     "token_scope": "access.tokens",
     "verify_archive": "archive.ops",
     "verify_log_proof": "log.ops:verify_proof",
@@ -183,6 +192,7 @@ __all__ = [
     "bindings_of_fragment",
     "check_kind",
     "create_app",
+    "create_session",
     "create_token",
     "current_root",
     "describe_artifact",
@@ -213,6 +223,7 @@ __all__ = [
     "revoke_token",
     "rooting",
     "serve",
+    "session_scope",
     "token_scope",
     "verify_archive",
     "verify_log_proof",

@@ -8,13 +8,23 @@ A high-entropy secret needs no slow password hash: SHA-256 preimages are out of 
 
 Scopes are ordered ``read < ingest < admin``: a token grants its scope and every lower one.
 Each store's tokens live in its own database: a token of one store is unknown to another.
+
+A browser signed in to the audit pages holds a session value, never the token (issue 23):
+``s1.<id>.<expires>.<mac>``, where ``mac`` is HMAC-SHA256 (RFC 2104), keyed with the token's
+stored SHA-256, of the token id, the expiry (Unix seconds) and an audience (the pages' path).
+Nothing more is stored: :func:`session_scope` recomputes the MAC from the token's row, so a
+revoked token's sessions die with it, an expired or re-targeted value is refused, and a
+stolen cookie grants neither the token nor any API call (the API takes bearer tokens only).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
 import re
 import secrets
+import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -30,10 +40,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SCOPES",
+    "SESSION_SECONDS",
+    "create_session",
     "create_token",
     "list_tokens",
     "revoke_token",
     "scope_allows",
+    "session_scope",
     "token_scope",
 ]
 
@@ -42,6 +55,9 @@ SCOPES = ("read", "ingest", "admin")
 
 _TOKEN = re.compile(r"evst_([0-9a-f]{12})_[A-Za-z0-9_-]{43}")
 _ID = re.compile(r"[0-9a-f]{12}")
+_SESSION = re.compile(r"s1\.([0-9a-f]{12})\.([0-9]{1,12})\.([A-Za-z0-9_-]{43})")
+#: How long a pages session lasts (seconds) unless its token is revoked first.
+SESSION_SECONDS = 12 * 3600
 
 
 def _hash(token: str) -> str:
@@ -177,3 +193,68 @@ def token_scope(store: Store, token: str) -> str | None:
     if row is None or row[1] is not None or row[0] not in SCOPES:
         return None
     return str(row[0])
+
+
+def _session_mac(secret_sha256: str, token_id: str, expires: int, audience: str) -> str:
+    message = f"evstore-session/1\n{token_id}\n{expires}\n{audience}".encode()
+    key = secret_sha256.encode("ascii")
+    mac = hmac.new(key, message, hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac).rstrip(b"=").decode("ascii")
+
+
+def create_session(
+    store: Store,
+    token: str,
+    audience: str,
+    *,
+    seconds: int = SESSION_SECONDS,
+    now: float | None = None,
+) -> str | None:
+    """A session value standing for a live ``token`` of ``store`` (the pages' sign-in cookie).
+
+    Args:
+        store: an open store.
+        token: a bearer token of the store.
+        audience: what the session may open (the pages use their path, ``P/ui``): a value
+            made for one audience is refused for another.
+        seconds: lifetime; :data:`SESSION_SECONDS` by default.
+        now: the Unix time to count from (tests); the clock by default.
+
+    Returns:
+        ``s1.<token id>.<expires>.<HMAC-SHA256 base64url>`` (module docstring), or None
+        when ``token`` is not a live token of ``store``.
+    """
+    if token_scope(store, token) is None:
+        return None
+    token_id = token[5:17]
+    expires = int(time.time() if now is None else now) + max(1, int(seconds))
+    mac = _session_mac(_hash(token), token_id, expires, audience)
+    return f"s1.{token_id}.{expires}.{mac}"
+
+
+def session_scope(
+    store: Store, value: str, audience: str, *, now: float | None = None
+) -> str | None:
+    """The scope of the token behind a live session value, or None.
+
+    None when ``value`` is malformed, expired, made for another audience, forged, or its
+    token is unknown or revoked: the MAC is recomputed from the token's stored row and
+    compared in constant time (:func:`hmac.compare_digest`).
+    """
+    m = _SESSION.fullmatch(value or "")
+    if m is None:
+        return None
+    token_id, expires, mac = m.group(1), int(m.group(2)), m.group(3)
+    if expires <= (time.time() if now is None else now):
+        return None
+    with store.transactions.read() as conn:
+        row = conn.execute(
+            sa.select(tokens.c.secret_sha256, tokens.c.scope, tokens.c.revoked_at).where(
+                tokens.c.id == token_id
+            )
+        ).one_or_none()
+    if row is None or row.revoked_at is not None or row.scope not in SCOPES:
+        return None
+    if not hmac.compare_digest(mac, _session_mac(row.secret_sha256, token_id, expires, audience)):
+        return None
+    return str(row.scope)

@@ -32,6 +32,7 @@ from typing import IO, Any
 
 from ..core.canonical import dumps
 from ..core.errors import EvstoreError, error
+from ..core.json_schema import MAX_SCHEMA_FAULTS
 
 __all__ = [
     "ANN_ADDRESS",
@@ -46,12 +47,14 @@ __all__ = [
     "CHUNK",
     "EMPTY_CONFIG",
     "EMPTY_CONFIG_DIGEST",
+    "FaultList",
     "INDEX_FILE",
     "INDEX_MEDIA_TYPE",
     "LAYOUT_FILE",
     "LAYOUT_VERSION",
     "Limits",
     "MANIFEST_MEDIA_TYPE",
+    "MAX_FAULTS",
     "MEDIA_ARTIFACT",
     "MEDIA_BLOB",
     "MEDIA_EMPTY",
@@ -111,6 +114,69 @@ class Limits:
     max_entries: int = 1_000_000
     max_bytes: int = 64 << 30
     max_json: int = 64 << 20
+
+
+#: Faults an archive's verification lists; the rest are counted and named by one last fault
+#: (the cap of schema faults, evstore.core.json_schema.MAX_SCHEMA_FAULTS).
+MAX_FAULTS = MAX_SCHEMA_FAULTS
+
+
+class FaultList(list[EvstoreError]):
+    """The faults of one archive: at most :data:`MAX_FAULTS` kept, the rest only counted.
+
+    An archive of 200,000 bad entries once cost a fault object each (437 MiB). ``full``
+    tells a producer to count instead of building the fault (:meth:`skip`); :meth:`finish`
+    adds the one fault that says how many more were cut (the code of the first one cut,
+    with details ``truncated``, ``limit`` and ``more``).
+    """
+
+    def __init__(self, faults: list[EvstoreError] | None = None) -> None:
+        super().__init__()
+        self.cut = 0
+        self._first_cut: str | None = None
+        self._finished = False
+        self.extend(faults or [])
+
+    @property
+    def full(self) -> bool:
+        """True once :data:`MAX_FAULTS` faults are kept."""
+        return len(self) >= MAX_FAULTS
+
+    def skip(self, code: str) -> None:
+        """Count a fault of ``code`` that is not kept."""
+        self.cut += 1
+        if self._first_cut is None:
+            self._first_cut = code
+
+    def append(self, fault: EvstoreError) -> None:
+        """Keep ``fault``, or count it once the list is full."""
+        if self.full:
+            self.skip(fault.code)
+        else:
+            super().append(fault)
+
+    def extend(self, faults: Any) -> None:
+        """Append each of ``faults``."""
+        for fault in faults:
+            self.append(fault)
+
+    def __iadd__(self, faults: Any) -> FaultList:  # type: ignore[override,misc]
+        self.extend(faults)
+        return self
+
+    def finish(self) -> None:
+        """Add the fault naming how many were cut (once; nothing when none was)."""
+        if self.cut and not self._finished:
+            self._finished = True
+            super().append(
+                error(
+                    self._first_cut or "archive.layout",
+                    f"{self.cut} more faults than the {MAX_FAULTS} listed; fix these first",
+                    truncated=True,
+                    limit=MAX_FAULTS,
+                    more=self.cut,
+                )
+            )
 
 
 def blob_name(sha256_hex: str) -> str:
@@ -244,12 +310,13 @@ class Source:
     Attributes:
         where: the directory or tar path (for messages).
         files: entry name -> declared size (bytes), only entries that passed every check.
-        faults: the refusals met while listing (typed, each with ``path`` = the entry).
+        faults: the refusals met while listing (typed, each with ``path`` = the entry;
+            at most :data:`MAX_FAULTS`, the rest counted: :class:`FaultList`).
     """
 
     where: str
     files: dict[str, int] = field(default_factory=dict)
-    faults: list[EvstoreError] = field(default_factory=list)
+    faults: FaultList = field(default_factory=FaultList)
     dirs: set[str] = field(default_factory=set)
     _tar: tarfile.TarFile | None = None
     _members: dict[str, tarfile.TarInfo] = field(default_factory=dict)
@@ -267,6 +334,9 @@ class Source:
         self.close()
 
     def _fault(self, code: str, message: str, name: str, **details: Any) -> None:
+        if self.faults.full:  # counted, not built: a bomb of bad entries costs no memory
+            self.faults.skip(code)
+            return
         self.faults.append(error(code, f"{name}: {message}", path=name, **details))
 
     def _open(self, name: str) -> IO[bytes]:
@@ -331,7 +401,11 @@ def _list_tar(src: Source, limits: Limits) -> None:
     seen: set[str] = set()
     count = 0
     try:
-        for member in tf:
+        # ``TarFile.next`` rather than iterating: the iterator keeps every member read in
+        # ``tf.members``; only the members kept below stay alive, and reading stops at the
+        # first entry past the count limit.
+        while (member := tf.next()) is not None:
+            tf.members.clear()  # type: ignore[attr-defined]
             count += 1
             raw = member.name
             name = raw[2:] if raw.startswith("./") else raw

@@ -55,6 +55,7 @@ from .layout import (
     MANIFEST_MEDIA_TYPE,
     MEDIA_ARTIFACT,
     MEDIA_BLOB,
+    FaultList,
     Limits,
     Source,
     blob_name,
@@ -64,6 +65,13 @@ from .proofs import PROOF_MEDIA, ProofLayers, proof_faults
 __all__ = ["Checked", "Member", "Root", "verify_source"]
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def _found(faults: list[EvstoreError]) -> int:
+    """Faults found so far, those a full :class:`FaultList` only counted included."""
+    return len(faults) + (faults.cut if isinstance(faults, FaultList) else 0)
+
+
 _ADDRESS = re.compile(r"blake3:[0-9a-f]{64}")
 
 
@@ -112,14 +120,15 @@ class Checked:
 
     Attributes:
         where: the archive path. roots: the roots found. members: every member by address.
-        digests: every blob file's digest, by SHA-256 hex. faults: every fault found.
+        digests: every blob file's digest, by SHA-256 hex. faults: every fault found, at
+        most :data:`~evstore.archive.layout.MAX_FAULTS` and then one saying how many more.
     """
 
     where: str
     roots: list[Root] = field(default_factory=list)
     members: dict[str, Member] = field(default_factory=dict)
     digests: dict[str, Digest] = field(default_factory=dict)
-    faults: list[EvstoreError] = field(default_factory=list)
+    faults: list[EvstoreError] = field(default_factory=FaultList)
     #: ``absent``, ``verified`` (with the key given), ``self-consistent`` (checked with the
     #: archive's own key: anyone can make a key, so this proves nothing about the log) or
     #: ``failed`` (a proof fault is among ``faults``).
@@ -153,13 +162,17 @@ class _Run:
         self.limits = limits
         self.settings = settings
         self.facts: dict[str, Facts] = {}  # edge facts of the members that passed their rules
-        self.out = Checked(src.where, faults=list(src.faults))
+        self.out = Checked(src.where, faults=src.faults)  # one capped list (FaultList)
         self.referenced: set[str] = set()
         self.listed: set[str] = set()  # manifests and indexes named by any index
         self.root_addresses: set[str] = set()
 
     def fault(self, code: str, message: str, path: str, pointer: str = "", **kw: Any) -> None:
-        self.out.faults.append(error(code, message, pointer, path=path, **kw))
+        faults = self.out.faults
+        if isinstance(faults, FaultList) and faults.full:
+            faults.skip(code)  # counted, not built
+            return
+        faults.append(error(code, message, pointer, path=path, **kw))
 
     def json_file(self, name: str) -> Any:
         """A JSON file of the layout, parsed strictly, or None (fault recorded)."""
@@ -523,7 +536,7 @@ def _rule_faults(run: _Run, m: Member) -> None:
     if canonical != data:
         run.fault("archive.not-canonical", "the artifact is not in its canonical form", path)
         return
-    before = len(run.out.faults)
+    before = _found(run.out.faults)
     for kind in m.kinds:
         record = kind_record(kind)  # every kind of a member is registered (_kinds)
         if record.rules is None:  # json: the strict reader, and no contract may claim it
@@ -537,7 +550,7 @@ def _rule_faults(run: _Run, m: Member) -> None:
             fault.path = path
             fault.details.setdefault("kind", kind)
             run.out.faults.append(fault)
-    if len(run.out.faults) == before:  # well formed: its bytes say which edges it has
+    if _found(run.out.faults) == before:  # well formed: its bytes say which edges it has
         try:
             run.facts[m.address[7:]] = member_facts(m.kinds, value)
         except EvstoreError as err:
@@ -568,7 +581,7 @@ def _proofs(run: _Run, key: str | None) -> None:
     if not with_proofs:
         return
     notes: set[bytes] = set()
-    before = len(run.out.faults)
+    before = _found(run.out.faults)
     for root in run.out.roots:
         members = {m.address: m.sha256 for m in root.members}
         path = blob_name(root.manifest)
@@ -578,7 +591,7 @@ def _proofs(run: _Run, key: str | None) -> None:
         notes.update(run.src.read(blob_name(h)) for h in root.proofs.checkpoint)
     if len(notes) > 1 or len(with_proofs) != len(run.out.roots):
         run.fault("archive.layout", "every root is proven at one checkpoint", INDEX_FILE)
-    if len(run.out.faults) > before:
+    if _found(run.out.faults) > before:
         run.out.proofs = "failed"
     else:
         run.out.proofs = "verified" if key is not None else "self-consistent"
@@ -627,4 +640,6 @@ def verify_source(
             _rule_faults(run, m)
     _edge_faults(run)
     _proofs(run, key)
+    if isinstance(run.out.faults, FaultList):
+        run.out.faults.finish()
     return run.out

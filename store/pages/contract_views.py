@@ -8,14 +8,22 @@ highlighted by bytes (fragments) or by the quote's first occurrence in the cited
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from markupsafe import Markup
 
-from .. import EvstoreError, bindings_of_fragment, dumps, edges_from, error
+from .. import CorruptionError, EvstoreError, bindings_of_fragment, dumps, edges_from, error
 from .render import ev_text, highlight_window, is_ref, object_url, utf8_floor
-from .views import BLOB_WINDOW, edges_in, page_for, summary
+from .views import (
+    BLOB_WINDOW,
+    DOC_MAX,
+    DocumentTooLarge,
+    closure_check,
+    edges_in,
+    page_for,
+    read_window,
+    summary,
+)
 
 __all__ = [
     "context_view",
@@ -33,9 +41,12 @@ SIBLINGS_MAX = 200
 
 
 def _load(store: Any, ref: str, kind: str) -> tuple[dict[str, Any], Any]:
+    """The object's facts and its parsed JSON; DocumentTooLarge over :data:`DOC_MAX` bytes."""
     info = summary(store, ref)
     if kind not in info["kinds"]:
         raise error("input.invalid", f"{info['address']} is not stored as a {kind}", kind=kind)
+    if int(info["stat"]["size"]) > DOC_MAX:
+        raise DocumentTooLarge(info["address"], int(info["stat"]["size"]))
     return info, store.load(info["address"])
 
 
@@ -50,31 +61,10 @@ def fragment_view(store: Any, base: str, ref: str, offset: int | None) -> dict[s
     sources = [e for e in edges_from(store, info["address"]) if e["role"] == "source"]
     source: dict[str, Any] | None = None
     if sources:
-        data = store.get(sources[0]["dst"])  # verified
-        quote = data[start:end]
-        sha = hashlib.sha256(data).hexdigest()
-        source = {
-            "address": sources[0]["dst"],
-            "size": len(data),
-            "sha256": sha,
-            "quote_ok": hashlib.sha256(quote).hexdigest() == frag["quote_sha256"],
-            "content_ok": frag.get("content_sha256") in (None, sha),
-        }
-        if offset is None:
-            source["window"] = highlight_window(data, start, end)
-        else:
-            lo = utf8_floor(data, offset)
-            hi = min(len(data), utf8_floor(data, lo + BLOB_WINDOW) or len(data))
-            if lo + BLOB_WINDOW >= len(data):
-                hi = len(data)
-            source["window"] = {
-                "html": ev_text(data[lo:hi].decode("utf-8", "replace")),
-                "from": lo,
-                "to": hi,
-                "cut": 0,
-            }
-        source["prev"] = max(0, source["window"]["from"] - BLOB_WINDOW)
-        source["next"] = source["window"]["to"] if source["window"]["to"] < len(data) else None
+        source = _source_window(store, sources[0]["dst"], start, end, offset)
+        if "damage" not in source:
+            source["quote_ok"] = source.pop("quote_sha256") == frag["quote_sha256"]
+            source["content_ok"] = frag.get("content_sha256") in (None, source["sha256"])
     siblings = [
         {"address": a.address, "url": f"{base}/fragment/{a.address}"}
         for a in store.fragments.by_document(str(frag["document_id"]))[:SIBLINGS_MAX]
@@ -89,6 +79,60 @@ def fragment_view(store: Any, base: str, ref: str, offset: int | None) -> dict[s
         "bindings": bindings_of_fragment(store, frag),
         "siblings": siblings,
         "edges_in": edges_in(store, base, info["address"]),
+    }
+
+
+def _load_other(store: Any, ref: str) -> Any:
+    """Another object a page reads beside its own: parsed, or None when over :data:`DOC_MAX`
+    bytes or damaged (the page then draws without it; the object's own page names why).
+    """  # noqa: D205
+    try:
+        if int(store.stat(ref)["size"]) > DOC_MAX:
+            return None
+        return store.load(ref)
+    except CorruptionError:
+        return None
+
+
+def _source_window(
+    store: Any, address: str, start: int, end: int, offset: int | None
+) -> dict[str, Any]:
+    """The part of a fragment's source a page shows, read in one verified, streamed pass.
+
+    ``offset`` None: the window around bytes ``[start, end)`` with them marked; else
+    :data:`BLOB_WINDOW` bytes from ``offset``. A source that does not verify answers
+    ``{"address", "damage": fault dict}`` (the page names it; no byte is shown).
+    """
+    ctx, mark = 2048, 65536
+    if offset is None:
+        lo = max(0, start - ctx - 4)
+        hi = min(end, start + mark) + ctx + 4 if end - start > mark else end + ctx + 4
+    else:
+        lo, hi = max(0, offset - 3), offset + BLOB_WINDOW + 4
+    try:
+        got = read_window(store, address, lo, hi, quote=(start, end))
+    except CorruptionError as exc:
+        return {"address": address, "damage": exc.to_dict()}
+    data, size, lo = got["data"], got["size"], got["from"]
+    if offset is None:
+        window = highlight_window(data, start - lo, end - lo, ctx, mark, shift=lo, size=size)
+    else:
+        a = utf8_floor(data, min(offset, size) - lo)
+        b = utf8_floor(data, a + BLOB_WINDOW) if lo + a + BLOB_WINDOW < size else len(data)
+        window = {
+            "html": ev_text(data[a:b].decode("utf-8", "replace")),
+            "from": lo + a,
+            "to": lo + b,
+            "cut": 0,
+        }
+    return {
+        "address": address,
+        "size": size,
+        "sha256": got["sha256"],
+        "quote_sha256": got["quote_sha256"],
+        "window": window,
+        "prev": max(0, window["from"] - BLOB_WINDOW),
+        "next": window["to"] if window["to"] < size else None,
     }
 
 
@@ -114,20 +158,22 @@ def manifest_view(store: Any, base: str, ref: str, offset: int) -> dict[str, Any
                 "digest_url": _ref_url(store, base, item.get("digest")),
             }
         )
-    content = None
+    content: dict[str, Any] | None = None
     cref = doc.get("content/ref")
     if isinstance(cref, str) and _ref_url(store, base, cref):
-        data = store.get(cref)
-        lo = utf8_floor(data, offset)
-        hi = utf8_floor(data, lo + BLOB_WINDOW) if lo + BLOB_WINDOW < len(data) else len(data)
-        content = {
-            "url": object_url(base, cref),
-            "html": ev_text(data[lo:hi].decode("utf-8", "replace")),
-            "from": lo,
-            "to": hi,
-            "size": len(data),
-            "next": hi if hi < len(data) else None,
-        }
+        content = {"url": object_url(base, cref)}
+        try:
+            got = read_window(store, cref, max(0, offset - 3), offset + BLOB_WINDOW + 4)
+        except CorruptionError as exc:
+            content["damage"] = exc.to_dict()
+        else:
+            data, size, base_at = got["data"], got["size"], got["from"]
+            a = utf8_floor(data, min(offset, size) - base_at)
+            b = utf8_floor(data, a + BLOB_WINDOW) if base_at + a + BLOB_WINDOW < size else len(data)
+            content["html"] = ev_text(data[a:b].decode("utf-8", "replace"))
+            content["size"] = size
+            content["next"] = base_at + b if base_at + b < size else None
+            content["from"], content["to"] = base_at + a, base_at + b
     top = {k: v for k, v in doc.items() if k not in ("items", "review/target")}
     return {
         **info,
@@ -215,7 +261,7 @@ def package_view(store: Any, base: str, ref: str, offset: int) -> dict[str, Any]
     pid = doc.get("id")
     if isinstance(pid, str):
         for a in store.find("package_id", pid, kind="envelope"):
-            env = store.load(a.address)
+            env = _load_other(store, a.address)
             envelopes.append({"address": a.address, "claims": _claims(env, by_id, item_url)})
     context = doc.get("context") if isinstance(doc.get("context"), dict) else {}
     return {
@@ -240,10 +286,21 @@ def envelope_view(store: Any, base: str, ref: str) -> dict[str, Any]:
     packages = [e for e in edges_from(store, info["address"]) if e["role"] == "package"]
     by_id: dict[Any, Any] = {}
     pkg_url = None
+    package_damage = None
+    package_size = None  # set when the package is over DOC_MAX bytes (not parsed)
     if packages:
-        pkg = store.load(packages[0]["dst"])
-        by_id = {i.get("id"): i for i in pkg.get("items", []) if isinstance(i, dict)}
         pkg_url = f"{base}/package/{packages[0]['dst']}"
+        pkg: Any = {}
+        try:  # damaged or too large: the claims are shown without the cited items
+            size = int(store.stat(packages[0]["dst"])["size"])
+            if size > DOC_MAX:
+                package_size = size
+            else:
+                pkg = store.load(packages[0]["dst"])
+        except CorruptionError as exc:
+            package_damage = exc.to_dict()
+        pkg = pkg if isinstance(pkg, dict) else {}
+        by_id = {i.get("id"): i for i in pkg.get("items", []) if isinstance(i, dict)}
     rank = {k: n for n, k in enumerate(by_id)}
 
     def item_url(evidence_id: Any) -> str | None:
@@ -256,6 +313,9 @@ def envelope_view(store: Any, base: str, ref: str) -> dict[str, Any]:
         **info,
         "env": env,
         "package_url": pkg_url,
+        "package_damage": package_damage,
+        "package_size": package_size,
+        "doc_max": DOC_MAX,
         "claims": _claims(env, by_id, item_url),
         "edges_in": edges_in(store, base, info["address"]),
     }
@@ -304,13 +364,19 @@ def context_view(
             for e in edges_from(store, r["address"]):
                 if e["role"] == "artifact" and e["dst"] not in (info["address"], source):
                     if "json" in e["kinds"] or "package" in e["kinds"]:
-                        _unit_refs(store.load(e["dst"]), source_id, found, budget)
+                        _unit_refs(_load_other(store, e["dst"]), source_id, found, budget)
     ranges = cites or found
     cited: set[Any] = set()
     recomputed = None
+    doc: Any = None
+    source_damage = None
     if ranges and source is not None:
-        positions = {u.get("id"): n for n, u in enumerate(store.load(source))}
-        doc = store.load(source)
+        try:  # the units the citations select are read from the source document
+            doc = store.load(source) if int(store.stat(source)["size"]) <= DOC_MAX else None
+        except CorruptionError as exc:
+            source_damage = exc.to_dict()
+        doc = doc if isinstance(doc, list) else []
+        positions = {u.get("id"): n for n, u in enumerate(doc) if isinstance(u, dict)}
         for a, b in ranges:
             if a in positions and b in positions:
                 cited.update(u.get("id") for u in doc[positions[a] : positions[b] + 1])
@@ -335,6 +401,7 @@ def context_view(
         "total": len(units),
         "source": source,
         "source_url": page_for(base, source, ["source-document"]) if source else None,
+        "source_damage": source_damage,
         "ranges": ranges,
         "ranges_from": "query" if cites else ("run" if found else None),
         "window": window,
@@ -349,6 +416,8 @@ def run_view(store: Any, base: str, ref: str) -> dict[str, Any]:
     artifact linked, the evidence-context status, what the run used (edges out).
     """  # noqa: D205
     info, tree = _load(store, ref, "run")
+    closure = closure_check(store, info["address"])
+    damaged = {d["address"]: d for d in closure["damaged"]}
     folders: dict[str, Any] = {"name": "", "dirs": {}, "files": []}
     for name, entry in sorted(tree.get("files", {}).items()):
         node = folders
@@ -363,6 +432,7 @@ def run_view(store: Any, base: str, ref: str) -> dict[str, Any]:
                 "entry": entry,
                 "raw_url": page_for(base, entry.get("raw", ""), []),
                 "artifact_url": page_for(base, art, [entry.get("kind", "")]) if art else None,
+                "damage": damaged.get(str(entry.get("raw"))) or damaged.get(str(art)),
             }
         )
     index = tree.get("index", {})
@@ -372,5 +442,6 @@ def run_view(store: Any, base: str, ref: str) -> dict[str, Any]:
         "folders": folders,
         "index_url": page_for(base, index.get("raw", ""), []) if index.get("raw") else None,
         "ec": tree.get("evidence_context"),
+        "closure": closure,
         "edges_in": edges_in(store, base, info["address"]),
     }

@@ -95,20 +95,34 @@ def utf8_floor(data: bytes, offset: int) -> int:
 
 
 def highlight_window(
-    data: bytes, start: int, end: int, context: int = 2048, mark_max: int = 65536
+    data: bytes,
+    start: int,
+    end: int,
+    context: int = 2048,
+    mark_max: int = 65536,
+    *,
+    shift: int = 0,
+    size: int | None = None,
 ) -> dict[str, Any]:
     """A window of ``data`` around bytes ``[start, end)``, with that range in a ``<mark>``.
 
     The window starts and ends on UTF-8 character boundaries; the marked range is exactly
     ``data[start:end]`` decoded (``errors="replace"``: stored sources are well-formed), cut
-    after ``mark_max`` bytes on the page (the page says so).
+    after ``mark_max`` bytes on the page (the page says so). ``data`` may be a part of a
+    larger object: it starts at byte ``shift`` of an object of ``size`` bytes (offsets in
+    and out of this function stay relative to ``data``, but the mark's ``data-start`` and
+    ``data-end`` and the returned ``from``/``to`` are the object's).
 
     Returns:
         ``{"html": Markup, "from": first byte shown, "to": end byte shown, "cut": bytes of
         the range not shown}``.
     """
+    total = len(data) + shift if size is None else size
     lo = utf8_floor(data, start - context)
-    hi = utf8_floor(data, end + context) if end + context < len(data) else len(data)
+    if end + context < len(data):
+        hi = utf8_floor(data, end + context)
+    else:
+        hi = len(data) if shift + len(data) >= total else utf8_floor(data, len(data) - 1)
     shown_end = end if end - start <= mark_max else utf8_floor(data, start + mark_max)
     before = data[lo:start].decode("utf-8", "replace")
     marked = data[start:shown_end].decode("utf-8", "replace")
@@ -116,10 +130,10 @@ def highlight_window(
     cut = end - shown_end
     note = f'<span class="cut"> … {cut:,} more bytes of the range not shown</span>' if cut else ""
     html = Markup(
-        f'{ev_text(before)}<mark id="hl" data-start="{start}" data-end="{end}">'
+        f'{ev_text(before)}<mark id="hl" data-start="{start + shift}" data-end="{end + shift}">'
         f"{ev_text(marked)}</mark>{note}{ev_text(after)}"
     )
-    return {"html": html, "from": lo, "to": hi, "cut": cut}
+    return {"html": html, "from": lo + shift, "to": hi + shift, "cut": cut}
 
 
 def pointer_join(base: str, token: str | int) -> str:

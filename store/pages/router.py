@@ -5,7 +5,10 @@ paths start with ``/ui``; the server mounts it under each store's prefix P (``P/
 Every route but the sign-in form's POST and the sign-out is a GET that reads; none writes.
 
 Authentication uses the server's tokens: ``Authorization: Bearer <token>``, or the cookie the
-sign-in form sets (HttpOnly, SameSite=Strict, Path=P/ui, Secure over HTTPS). The sign-in and
+sign-in form sets (HttpOnly, SameSite=Strict, Path=P/ui, Secure over HTTPS, Max-Age the
+session's life). The cookie never holds the token: it holds a session value derived from it
+(``sessions``: the server's are :func:`evstore.create_session` values, an HMAC keyed with the
+token's stored hash, bound to P/ui, expiring, and dead once the token is revoked). The sign-in and
 sign-out POSTs are refused unless the request comes from this origin (``Origin`` equal to the
 host, or ``Sec-Fetch-Site: same-origin``/``none``): a cross-site form can neither sign a
 browser in with another token nor out. ``next`` is only ever a path under the pages.
@@ -13,16 +16,21 @@ browser in with another token nor out. ``next`` is only ever a path under the pa
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import importlib.resources
+import secrets
+import time
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from jinja2 import Environment, FunctionLoader, StrictUndefined, select_autoescape
 
-from .. import EvstoreError, error, http_status
+from .. import CorruptionError, EvstoreError, error, http_status
 from . import contract_views as cv
 from . import keeping, views
 from .render import ev_text, is_ref, query
@@ -44,6 +52,11 @@ _HEADERS = {
     "Cache-Control": "no-store",
     "Cross-Origin-Opener-Policy": "same-origin",
 }
+#: Seconds a sign-in lasts when the router mints its own sessions (no ``sessions`` given).
+SESSION_SECONDS = 12 * 3600
+#: ``(mint, check)``: ``mint(request, token, audience)`` -> a session value or None (not a
+#: live token); ``check(request, value, audience)`` -> whether the value still signs in.
+Sessions = tuple[Callable[[Request, str, str], str | None], Callable[[Request, str, str], bool]]
 _STATIC = {"pages.css": "text/css; charset=utf-8", "pages.js": "text/javascript; charset=utf-8"}
 
 
@@ -75,11 +88,13 @@ class _Pages:
         authorize: Callable[[Request, str], bool] | None,
         public_read: Callable[[Request], bool],
         extras: Callable[[Any], dict[str, Any]] | None,
+        sessions: Sessions | None = None,
     ) -> None:
         self.store_of = store
         self.authorize = authorize
         self.public_read = public_read
         self.extras = extras
+        self.sessions = sessions or self._own_sessions()
         self.env = _environment()
         #: endpoint -> the paths this router gave it (see :meth:`base`)
         self.paths: dict[Any, list[str]] = {}
@@ -102,20 +117,58 @@ class _Pages:
                 return (prefix if prefix.startswith(root) else root + prefix) + "/ui"
         return root + "/ui"
 
+    def _own_sessions(self) -> Sessions:
+        """Sessions signed with a key made for this router (a router built without the
+        server's token sessions): an HMAC of the expiry and the audience, never the token.
+        """  # noqa: D205
+        key = secrets.token_bytes(32)
+
+        def mac(expires: int, audience: str) -> str:
+            digest = hmac.new(key, f"{expires}\n{audience}".encode(), hashlib.sha256).digest()
+            return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+        def mint(request: Request, token: str, audience: str) -> str | None:
+            if not self.valid(request, token):
+                return None
+            expires = int(time.time()) + SESSION_SECONDS
+            return f"r1.{expires}.{mac(expires, audience)}"
+
+        def check(_request: Request, value: str, audience: str) -> bool:
+            kind, _, rest = value.partition(".")
+            when, _, got = rest.partition(".")
+            if kind != "r1" or not when.isascii() or not when.isdigit() or len(when) > 12:
+                return False
+            if int(when) <= time.time():
+                return False
+            return hmac.compare_digest(got, mac(int(when), audience))
+
+        return mint, check
+
     def token(self, request: Request) -> str | None:
+        """The bearer token of the ``Authorization`` header, if any."""
         header = request.headers.get("authorization", "")
         if header[:7].lower() == "bearer ":
             return header[7:].strip()
-        return request.cookies.get(COOKIE)
+        return None
 
     def valid(self, request: Request, token: str) -> bool:
         """Whether ``token`` may read this request's store."""
         return bool(token) and self.authorize is not None and self.authorize(request, token)
 
+    def session_ok(self, request: Request) -> bool:
+        """Whether the request's sign-in cookie holds a live session for these pages."""
+        value = request.cookies.get(COOKIE)
+        if not value or len(value) > 200:
+            return False
+        return bool(self.sessions[1](request, value, self.base(request)))
+
     def allowed(self, request: Request) -> bool:
         if self.public_read(request):
             return True
-        return self.valid(request, self.token(request) or "")
+        token = self.token(request)
+        if token is not None:
+            return self.valid(request, token)
+        return self.session_ok(request)
 
     def render(
         self, request: Request, template: str, status: int = 200, **ctx: Any
@@ -123,7 +176,8 @@ class _Pages:
         base = self.base(request)
         html = self.env.get_template(template).render(
             base=base,
-            signed_in=self.token(request) is not None and not self.public_read(request),
+            signed_in=(self.token(request) is not None or COOKIE in request.cookies)
+            and not self.public_read(request),
             path=request.url.path,
             **ctx,
         )
@@ -154,6 +208,7 @@ def create_router(
     authorize: Callable[[Request, str], bool] | None = None,
     public_read: bool | Callable[[Request], bool] = False,
     extras: Callable[[Any], dict[str, Any]] | None = None,
+    sessions: Sessions | None = None,
 ) -> APIRouter:
     """The read-only audit pages of a store, as a router with paths under ``/ui``.
 
@@ -168,13 +223,17 @@ def create_router(
         extras: ``extras(store) -> dict`` overriding what the home page shows beside the
             counts (``roots``, ``audit``, ``log``; by default read from ``store.retention``
             and ``store.log`` where this evstore has them, evstore.pages.keeping).
+        sessions: ``(mint, check)`` of the sign-in cookie's session values (:data:`Sessions`;
+            the server passes :func:`evstore.create_session` and
+            :func:`evstore.session_scope`). None: sessions signed with a key made for this
+            router, expiring after :data:`SESSION_SECONDS` (not tied to a token's revocation).
 
     Returns:
         The router; include it under the store's prefix P to serve ``P/ui/...``.
     """
     get_store = store if callable(store) else (lambda _request: store)
     is_public = public_read if callable(public_read) else (lambda _request: public_read)
-    pages = _Pages(get_store, authorize, is_public, extras)
+    pages = _Pages(get_store, authorize, is_public, extras, sessions)
     router = APIRouter(include_in_schema=False)
     _static_routes(router)
     _auth_routes(router, pages)
@@ -199,7 +258,9 @@ def _static_routes(router: APIRouter) -> None:
 def _auth_routes(router: APIRouter, pages: _Pages) -> None:
     @router.get("/ui/signin")
     def signin_form(request: Request, next: str = "") -> HTMLResponse:
-        return pages.render(request, "signin.html", next=_safe_next(pages, request, next))
+        return pages.render(
+            request, "signin.html", next=_safe_next(pages, request, next), message=""
+        )
 
     @router.post("/ui/signin")
     async def signin(request: Request) -> Response:
@@ -208,12 +269,14 @@ def _auth_routes(router: APIRouter, pages: _Pages) -> None:
         form = parse_qs((await request.body())[:8192].decode("utf-8", "replace"))
         token = form.get("token", [""])[0].strip()
         target = _safe_next(pages, request, form.get("next", [""])[0])
-        if not pages.valid(request, token):
+        session = pages.sessions[0](request, token, pages.base(request)) if token else None
+        if session is None:
             return pages.render(request, "signin.html", 401, next=target, message="bad-token")
         response = RedirectResponse(target, status_code=303, headers=_HEADERS)
         response.set_cookie(
             COOKIE,
-            token,
+            session,
+            max_age=SESSION_SECONDS,
             httponly=True,
             samesite="strict",
             secure=request.url.scheme == "https",
@@ -237,7 +300,18 @@ def _safe_next(pages: _Pages, request: Request, target: str) -> str:
     return base + "/"
 
 
-def _guard(pages: _Pages, request: Request, work: Callable[[], Response]) -> Response:
+def _guard(
+    pages: _Pages,
+    request: Request,
+    work: Callable[[], Response],
+    page: tuple[str, str] | None = None,
+) -> Response:
+    """Run a page's ``work`` once the request may read; its errors become error pages.
+
+    ``page`` is ``(label, ref)`` of an object's own page: when the object (or what the page
+    must read to draw it) does not verify, the page still answers, with the object's
+    recorded facts and the damage named (``damaged.html``, 200), never a bare error.
+    """
     if not pages.allowed(request):
         nxt = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         return pages.render(
@@ -245,6 +319,19 @@ def _guard(pages: _Pages, request: Request, work: Callable[[], Response]) -> Res
         )
     try:
         return work()
+    except CorruptionError as err:
+        if page is None:
+            return pages.fail(request, err)
+        try:
+            info = views.summary(pages.store_of(request), page[1])
+        except EvstoreError:
+            return pages.fail(request, err)
+        damage = err.to_dict()
+        return pages.render(request, "damaged.html", label=page[0], damage=damage, **info)
+    except views.DocumentTooLarge as big:
+        info = views.summary(pages.store_of(request), big.address)
+        label = page[0] if page is not None else "Artifact"
+        return pages.render(request, "toolarge.html", label=label, doc_max=views.DOC_MAX, **info)
     except EvstoreError as err:
         return pages.fail(request, err)
 
@@ -292,13 +379,18 @@ def _page_routes(router: APIRouter, pages: _Pages) -> None:
     @router.get("/ui/raw/{ref}")
     def raw(request: Request, ref: str) -> Response:
         def work() -> Response:
-            data = pages.store_of(request).get(ref)
+            store = pages.store_of(request)
+            size = int(store.stat(ref)["size"])
+            # Verified whole before the first byte (a damaged blob is its error page, no
+            # bytes), then streamed in 1 MiB chunks: memory stays one chunk at any size.
+            chunks = views.stream_verified(store, ref)
             headers = {
                 **_HEADERS,
                 "Content-Security-Policy": "sandbox; default-src 'none'",
                 "Content-Disposition": "attachment",
+                "Content-Length": str(size),
             }
-            return Response(data, media_type="application/octet-stream", headers=headers)
+            return StreamingResponse(chunks, media_type="application/octet-stream", headers=headers)
 
         return _guard(pages, request, work)
 
@@ -310,7 +402,7 @@ def _page_routes(router: APIRouter, pages: _Pages) -> None:
             ctx["keeps_retention"] = keeping.keeps(store, "retention")
             return pages.render(request, "artifact.html", **ctx)
 
-        return _guard(pages, request, work)
+        return _guard(pages, request, work, ("Artifact", ref))
 
     @router.get("/ui/artifact/{ref}/json")
     def json_page(request: Request, ref: str, at: str = "", offset: int = 0) -> Response:
@@ -320,7 +412,7 @@ def _page_routes(router: APIRouter, pages: _Pages) -> None:
             )
             return pages.render(request, "json.html", **ctx)
 
-        return _guard(pages, request, work)
+        return _guard(pages, request, work, ("JSON of artifact", ref))
 
     @router.get("/ui/blob/{ref}")
     def blob(request: Request, ref: str, offset: int = 0) -> Response:
@@ -328,7 +420,7 @@ def _page_routes(router: APIRouter, pages: _Pages) -> None:
             ctx = views.blob_view(pages.store_of(request), pages.base(request), ref, max(0, offset))
             return pages.render(request, "blob.html", **ctx)
 
-        return _guard(pages, request, work)
+        return _guard(pages, request, work, ("Blob", ref))
 
 
 def _contract_routes(router: APIRouter, pages: _Pages) -> None:
@@ -339,7 +431,7 @@ def _contract_routes(router: APIRouter, pages: _Pages) -> None:
             ctx = cv.fragment_view(pages.store_of(request), pages.base(request), ref, at)
             return pages.render(request, "fragment.html", **ctx)
 
-        return _guard(pages, request, work)
+        return _guard(pages, request, work, ("Fragment", ref))
 
     @router.get("/ui/manifest/{ref}")
     def manifest(request: Request, ref: str, offset: int = 0) -> Response:
@@ -349,7 +441,7 @@ def _contract_routes(router: APIRouter, pages: _Pages) -> None:
             )
             return pages.render(request, "manifest.html", **ctx)
 
-        return _guard(pages, request, work)
+        return _guard(pages, request, work, ("Manifest", ref))
 
     @router.get("/ui/package/{ref}")
     def package(request: Request, ref: str, offset: int = 0) -> Response:
@@ -357,7 +449,7 @@ def _contract_routes(router: APIRouter, pages: _Pages) -> None:
             ctx = cv.package_view(pages.store_of(request), pages.base(request), ref, max(0, offset))
             return pages.render(request, "package.html", **ctx)
 
-        return _guard(pages, request, work)
+        return _guard(pages, request, work, ("Answer evidence package", ref))
 
     @router.get("/ui/envelope/{ref}")
     def envelope(request: Request, ref: str) -> Response:
@@ -365,7 +457,7 @@ def _contract_routes(router: APIRouter, pages: _Pages) -> None:
             ctx = cv.envelope_view(pages.store_of(request), pages.base(request), ref)
             return pages.render(request, "envelope.html", **ctx)
 
-        return _guard(pages, request, work)
+        return _guard(pages, request, work, ("Answer envelope", ref))
 
     @router.get("/ui/context/{ref}")
     def context(request: Request, ref: str, cite: str = "", window: int | None = None) -> Response:
@@ -375,7 +467,7 @@ def _contract_routes(router: APIRouter, pages: _Pages) -> None:
             ctx = cv.context_view(pages.store_of(request), pages.base(request), ref, ranges, w)
             return pages.render(request, "context.html", cite=cite, **ctx)
 
-        return _guard(pages, request, work)
+        return _guard(pages, request, work, ("Evidence context", ref))
 
     @router.get("/ui/run/{ref}")
     def run(request: Request, ref: str) -> Response:
@@ -383,7 +475,7 @@ def _contract_routes(router: APIRouter, pages: _Pages) -> None:
             ctx = cv.run_view(pages.store_of(request), pages.base(request), ref)
             return pages.render(request, "run.html", **ctx)
 
-        return _guard(pages, request, work)
+        return _guard(pages, request, work, ("Run record", ref))
 
 
 def _ranges(text: str) -> list[tuple[int, int]]:

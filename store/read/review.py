@@ -67,7 +67,7 @@ def verify_now(store: Any, ref: str) -> dict[str, Any]:
         if err is not None:
             err.details.setdefault("address", "blake3:" + address)
             faults.append(err)
-        else:
+        elif kinds:  # a plain blob has no audit: its bytes are not read a second time
             try:
                 data = txn.read_blob(row)
             except EvstoreError as exc:  # changed between the two reads: report, never raise

@@ -30,6 +30,7 @@ from starlette.routing import Mount
 
 from .. import CorruptionError, EvstoreError, Store, error
 from .. import open as open_store
+from .headers import SecurityHeaders
 from .limits import (
     BodyTimeout,
     BodyTooLarge,
@@ -319,4 +320,5 @@ def create_app(
         routes = [Mount(f"/{one.name}", app=_store_app(one)) for one in opened]
         root = Starlette(routes=routes, lifespan=lifespan)
         install_handlers(root)
+    root.add_middleware(SecurityHeaders)
     return Guard(root, limits)

@@ -76,20 +76,24 @@ def unpack_bundle(spool: IO[bytes], into: str, limit: int) -> str:
             "bundle.archive-malformed", f"the body is not a plain tar archive ({exc})"
         ) from None
     with archive:
+        members: list[tarfile.TarInfo] = []
+        total = 0
         try:
-            members = archive.getmembers()
+            # Member by member, each checked as it is read: reading stops at the first
+            # member past the count or size limit or the first unsafe one (an archive of
+            # 200,000 empty members is refused after MAX_MEMBERS + 1 headers, not listed).
+            while (m := archive.next()) is not None:
+                if len(members) >= MAX_MEMBERS:
+                    raise _unsafe(m.name, f"is past {MAX_MEMBERS} members")
+                _check(m)
+                total += m.size
+                if total > limit:
+                    raise _unsafe(m.name, f"takes the archive past {limit} bytes")
+                members.append(m)
         except (tarfile.TarError, OSError) as exc:
             raise error(
                 "bundle.archive-malformed", f"the tar archive cannot be read ({exc})"
             ) from None
-        if len(members) > MAX_MEMBERS:
-            raise _unsafe(members[MAX_MEMBERS].name, f"is past {MAX_MEMBERS} members")
-        total = 0
-        for m in members:
-            _check(m)
-            total += m.size
-            if total > limit:
-                raise _unsafe(m.name, f"takes the archive past {limit} bytes")
         names = {m.name.rstrip("/") for m in members}
         tops = {n.split("/", 1)[0] for n in names}
         root = Path(into)

@@ -34,7 +34,7 @@ from .problems import problem
 from .wire import OBJECT_RESPONSES, json_body, known_members, refs_list
 from .writes import rooted
 
-__all__ = ["IMMUTABLE", "SMALL_MAX", "parse_range", "router"]
+__all__ = ["IMMUTABLE", "SMALL_MAX", "STORED_BYTES", "parse_range", "router"]
 
 log = logging.getLogger("server")
 
@@ -48,6 +48,29 @@ IMMUTABLE = "public, max-age=31536000, immutable"
 SPOOL_MAX = 8 << 20
 
 _UNSATISFIABLE = (-1, -1)
+#: Headers of every answer carrying stored bytes: a browser never renders them as a page of
+#: this origin (a stored HTML or SVG document would run under the pages' CSP otherwise): it
+#: downloads them, does not sniff a type, and a document opened anyway runs sandboxed.
+STORED_BYTES = {
+    "X-Content-Type-Options": "nosniff",
+    "Content-Disposition": "attachment",
+    "Content-Security-Policy": "sandbox",
+}
+
+
+#: A byte position written with more digits than this is beyond any object (no int made of it).
+_DIGITS_MAX = 30
+_BEYOND = 10**_DIGITS_MAX
+
+
+def _position(text: str) -> int | None:
+    """A ``Range`` position: ASCII digits only (``str.isdigit`` also takes ``²`` and other
+    scripts' digits), any length: past :data:`_DIGITS_MAX` digits it is :data:`_BEYOND`.
+    None when ``text`` is not a position (RFC 9110 section 14.1.1: ``1*DIGIT``).
+    """  # noqa: D205
+    if not text or not text.isascii() or not text.isdigit():
+        return None
+    return _BEYOND if len(text) > _DIGITS_MAX else int(text)
 
 
 def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
@@ -55,7 +78,10 @@ def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
 
     Returns None when the whole object is to be sent (no header, another unit, malformed,
     several ranges: RFC 9110 section 14.2 lets a server ignore them) and ``(-1, -1)`` when
-    the one range is unsatisfiable (416).
+    the one range is unsatisfiable (416): a first position at or past the end, a suffix
+    of 0 bytes, or positions written with other than ASCII digits (``bytes=²-``, a
+    superscript two: a digit to Python, no byte position to HTTP). A position of any
+    length is read without making a huge int (4,300 digits are simply past the end).
     """
     if header is None:
         return None
@@ -63,21 +89,24 @@ def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
     if not sep or unit.strip().lower() != "bytes" or "," in spec:
         return None
     first, dash, last = spec.strip().partition("-")
-    if not dash or not (first.isdigit() or first == "") or not (last.isdigit() or last == ""):
+    if not dash:
         return None
-    if first == "":
-        if last == "":
+    if any(not part.isascii() and part.isdigit() for part in (first, last)):
+        return _UNSATISFIABLE
+    start, stop = _position(first), _position(last)
+    if (first and start is None) or (last and stop is None):
+        return None
+    if start is None:
+        if stop is None:
             return None
-        n = int(last)
-        if n == 0 or size == 0:
+        if stop == 0 or size == 0:
             return _UNSATISFIABLE
-        return max(0, size - n), size
-    start = int(first)
-    if last != "" and int(last) < start:
+        return max(0, size - stop), size
+    if stop is not None and stop < start:
         return None
     if start >= size:
         return _UNSATISFIABLE
-    end = size if last == "" else min(int(last) + 1, size)
+    end = size if stop is None else min(stop + 1, size)
     return start, end
 
 
@@ -100,6 +129,7 @@ def object_headers(stat: dict[str, Any]) -> dict[str, str]:
         "Repr-Digest": f"sha-256=:{base64.b64encode(sha).decode('ascii')}:",
         "Accept-Ranges": "bytes",
         "Content-Type": "application/json" if stat["artifact"] else "application/octet-stream",
+        **STORED_BYTES,
     }
 
 
@@ -123,7 +153,8 @@ def get_object(
     if wanted == _UNSATISFIABLE:
         err = error(
             "http.range",
-            f"no byte of the range {request.headers.get('range')!r} is in this {size}-byte object",
+            f"no byte of the range {(request.headers.get('range') or '')[:80]!r} is in this "
+            f"{size}-byte object (a range is ASCII digits: RFC 9110 section 14.1.1)",
             size=size,
         )
         return problem(err, 416, headers={"Content-Range": f"bytes */{size}"})

@@ -79,10 +79,12 @@ def problem(
 ) -> Response:
     """The problem+json response of ``err`` (status from :func:`status_of` when None).
 
-    503 answers carry ``Retry-After``; 401 answers ``WWW-Authenticate: Bearer``.
+    503 answers carry ``Retry-After``; 401 answers ``WWW-Authenticate: Bearer``; every one
+    ``X-Content-Type-Options: nosniff`` (also those the limits guard sends outside the apps).
     """
     status = status_of(err) if status is None else status
     out = dict(headers or {})
+    out.setdefault("X-Content-Type-Options", "nosniff")
     if status == 503:
         out.setdefault("Retry-After", str(RETRY_AFTER_S))
     if status == 401:

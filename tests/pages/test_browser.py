@@ -321,3 +321,79 @@ def _without_javascript(browser, base: str, token: str, ids: dict) -> None:
         assert page.locator("details[open]").count() >= 1
     finally:
         ctx.close()
+
+
+def test_damaged_warned_and_huge_objects_in_chromium(served, backend, tmp_path):
+    """Every page kind over objects with recorded warnings, over huge ones and over damaged
+    ones (issue 23): each answers 200 with one h1, passes axe, and names what it shows."""
+    from playwright.sync_api import sync_playwright
+    from tamperkit import add_warning, flip_byte
+
+    base, token, ids, store = served
+    shots = tmp_path / "shots"
+    shots.mkdir()
+    add_warning(
+        store, ids["manifest"], "manifest.phase-unverifiable", "accepted <b>x</b>", "/phase"
+    )
+    huge_doc = json.dumps({"items": [{"id": i, "text": "z" * 200} for i in range(25000)]})
+    doc = store.ingest(huge_doc.encode()).results[0].digest.address
+    blob = store.put(bytes(range(256)) * (48 << 12)).digest.address  # 12 MiB, chunked
+    run_tree = store.load(ids["run"])
+    bundle_file = run_tree["files"]["evidence-context.json"]["raw"]
+    source = evstore.edges_from(store, ids["fragment"])[0]["dst"]
+    package = evstore.edges_from(store, ids["envelope"])
+    package = next(e["dst"] for e in package if e["role"] == "package")
+    # Pages before the damage: warned and huge objects.
+    before = {
+        "warned-artifact": (f"/ui/artifact/{ids['manifest']}", "manifest.phase-unverifiable"),
+        "warned-manifest": (f"/ui/manifest/{ids['manifest']}", "Items"),
+        "huge-document": (f"/ui/artifact/{doc}", "Not drawn"),
+        "huge-document-json": (f"/ui/artifact/{doc}/json?at=/items", "Not drawn"),
+        "huge-blob": (f"/ui/blob/{blob}?offset=8388608", "Bytes 8,388,608"),
+        "huge-blob-artifact": (f"/ui/artifact/{blob}", "Pass"),
+    }
+    after = {
+        "damaged-run": (f"/ui/run/{ids['run']}", bundle_file),
+        "damaged-run-verify": (f"/ui/artifact/{ids['run']}", bundle_file),
+        "damaged-source-fragment": (f"/ui/fragment/{ids['fragment']}", "Damaged source"),
+        "damaged-source-blob": (f"/ui/blob/{source}", "does not verify now"),
+        "damaged-package": (f"/ui/package/{package}", "corruption.digest"),
+        "damaged-package-envelope": (f"/ui/envelope/{ids['envelope']}", "Damaged package"),
+        "damaged-context": (f"/ui/context/{ids['context']}", "corruption.digest"),
+        "damaged-manifest": (f"/ui/manifest/{ids['manifest']}", "corruption.digest"),
+        "damaged-manifest-json": (f"/ui/artifact/{ids['manifest']}/json", "corruption.digest"),
+        "damaged-blob": (f"/ui/blob/{blob}", "does not verify now"),
+    }
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            ctx = browser.new_context(
+                viewport={"width": 1200, "height": 900},
+                extra_http_headers={"Authorization": f"Bearer {token}"},
+            )
+            page = ctx.new_page()
+            problems: list[str] = []
+            page.on("console", lambda m: _console(m, problems))
+            page.on("pageerror", lambda e: problems.append(str(e)))
+
+            def visit(pages: dict[str, tuple[str, str]]) -> None:
+                for name, (url, named) in pages.items():
+                    response = page.goto(base + url)
+                    assert response is not None and response.status == 200, (name, response)
+                    assert page.locator("main h1").count() == 1, name
+                    assert named in page.locator("main").inner_text(), (name, named)
+                    assert _serious(page) == [], name
+                    _shoot(page, name, shots)
+
+            visit(before)
+            for ref in (bundle_file, source, package, ids["context"], ids["manifest"], blob):
+                flip_byte(store, ref, at=5)
+            visit(after)
+            # The damage is named where it is: the run's damaged file is marked.
+            page.goto(f"{base}/ui/run/{ids['run']}")
+            assert page.locator("li.damaged").count() >= 1
+            assert "Fail" in page.locator("#verify ~ p").first.inner_text()
+            assert problems == [], problems
+        finally:
+            browser.close()
+    assert {p.stem for p in shots.glob("*.png")} == {*before, *after}

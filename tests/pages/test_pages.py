@@ -166,9 +166,12 @@ def test_verify_now_flips_to_a_typed_corruption_fault(store, snapshot):
     assert "<strong>Fail</strong>" in r.text
     assert '<strong class="code">corruption.digest</strong>' in r.text
     assert "Not shown: the stored bytes did not verify." in r.text
-    # The kind page reads the bytes verified: it answers with the typed fault, no traceback.
+    # The kind page reads the bytes verified: it still answers, with the damage named and
+    # the recorded facts, never a bare error page (issue 23).
     r = c.get(f"/ui/manifest/{ids['manifest']}")
-    assert r.status_code == 500 and "<h1>corruption.digest</h1>" in r.text
+    assert r.status_code == 200 and "<strong>Damaged</strong>" in r.text
+    assert '<strong class="code">corruption.digest</strong>' in r.text
+    assert ids["manifest"] in r.text
 
 
 def test_verify_now_shows_contract_faults_with_pointers(store):

@@ -28,7 +28,13 @@ import jsonschema_rs
 
 from ...core.canonical import loads
 from ...core.errors import EvstoreError, Faults, error, join_pointer
-from ...core.json_schema import compile_schema, read_schema, schema_faults, truncated_fault
+from ...core.json_schema import (
+    MAX_SCHEMA_FAULTS,
+    compile_schema,
+    read_schema,
+    schema_faults,
+    truncated_fault,
+)
 from ..contexts.rules import (
     DESCRIPTOR_KEYS,
     EVIDENCE_CONTEXT_DESCRIPTOR,
@@ -268,7 +274,9 @@ def index_faults(index: Any, exists: Mapping[str, bool]) -> Faults:
         the ``context.*`` codes of ``check_index``. When the schema finds more than
         :data:`~evstore.core.json_schema.MAX_SCHEMA_FAULTS` faults, only the shape faults
         of the descriptors judged, then one ``bundle.index-shape`` fault at ``""`` with
-        ``details.truncated``.
+        ``details.truncated``; likewise when the later rules find more than that many (an
+        index naming thousands of missing or duplicate files): the first ones, then that
+        fault.
     """
     faults = Faults()
     shape, truncated = _shape_faults(index)
@@ -302,6 +310,9 @@ def index_faults(index: Any, exists: Mapping[str, bool]) -> Faults:
         if dname != INDEX_KEY and not exists.get(name, False):
             faults.add("bundle.file-missing", f"{name!r} is not in the bundle", at)
     faults.extend(check_index(index, {n for n, ok in exists.items() if ok}))
+    if len(faults.errors) > MAX_SCHEMA_FAULTS:  # one cap for every fault list (issue 23)
+        del faults.errors[MAX_SCHEMA_FAULTS:]
+        faults.errors.append(truncated_fault("bundle.index-shape"))
     return faults
 
 
