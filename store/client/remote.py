@@ -12,8 +12,8 @@ discarded. A put sends the digest it computed (``?expect=``) and checks the one 
 reports. Refs are parsed before anything is sent, so a malformed ref fails as it does
 locally (``ref.syntax``), without a request.
 
-Commands that only make sense beside the database (check, config, settings, transactions)
-raise ``remote.unsupported``.
+What only makes sense beside the database (transactions, check for now) raises
+``remote.unsupported``.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ from ..core.results import (
     PutResult,
     Warning_,
 )
+from .admin import RemoteAdmin
+from .archives import RemoteArchives
 from .http import DEFAULT_TIMEOUT, Http, RetryPolicy, rebuild_error, unsupported
 from .retention import RemoteRetention, root_params
 from .shapes import forms_digest, warning_dicts
@@ -128,8 +130,11 @@ def _chunked(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield chunk
 
 
-class RemoteStore:
+class RemoteStore(RemoteAdmin, RemoteArchives):
     """A store served by ``evstore serve``: the API of :class:`evstore.Store` over HTTP.
+
+    Settings, tokens and the log come from :class:`~evstore.client.admin.RemoteAdmin`,
+    archives from :class:`~evstore.client.archives.RemoteArchives`.
 
     Args:
         url: ``http(s)://HOST:PORT[/NAME]``.
@@ -704,14 +709,6 @@ class RemoteStore:
     def recorded_warnings(self) -> list[dict[str, str]]:
         """``remote.unsupported``: part of check."""
         raise unsupported("check")
-
-    def config(self, name: str | None = None) -> dict[str, Any]:
-        """``remote.unsupported``: settings are read beside the database."""
-        raise unsupported("config")
-
-    def set_config(self, name: str, value: Any) -> Any:
-        """``remote.unsupported``: settings are written beside the database."""
-        raise unsupported("config")
 
     def transaction(self, work: Any, **kw: Any) -> Any:
         """``remote.unsupported``: no transaction spans requests."""

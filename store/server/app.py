@@ -56,6 +56,8 @@ ROUTER_MODULES: tuple[str, ...] = (
     "retention_routes",  # roots, their history, gc (issue 12)
     "contract_routes",  # contract read commands: quote, excerpt, fragments, ... (client)
     "log_routes",  # the tamper-evident log: checkpoint, entries, proofs (docs/log.md)
+    "admin_routes",  # settings, a checkpoint signed on request (issue 28)
+    "archive_routes",  # archive export and import (issue 28)
     "ui",  # HTML pages under P/ui (issue 15, evstore.pages)
 )
 
@@ -72,6 +74,8 @@ class Served:
     store: Store
     public_read: bool
     limits: Limits
+    #: The private key file of ``--log-key`` (``POST P/v1/log/checkpoint`` signs with it).
+    log_key: str | None = None
 
     @property
     def backend(self) -> str:
@@ -276,7 +280,7 @@ def create_app(
     opened: list[Served] = []
     try:
         for name, url in stores.items():
-            opened.append(Served(name, open_store(url), public_read, limits))
+            opened.append(Served(name, open_store(url), public_read, limits, log_key))
     except BaseException:
         for one in opened:
             one.store.close()

@@ -482,10 +482,10 @@ def test_find_caches_warnings_and_nothing_found_is_empty():
 # -- what a remote store refuses ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("call", ["check", "config", "set_config", "recorded_warnings"])
+@pytest.mark.parametrize("call", ["check", "recorded_warnings", "transaction"])
 def test_database_commands_are_remote_unsupported(call):
     store, _ = remote(Script(obj(DATA)))
-    args = {"set_config": ("a", "b")}.get(call, ())
+    args = {"transaction": (print,)}.get(call, ())
     with pytest.raises(evstore.StoreStateError) as exc:
         getattr(store, call)(*args)
     assert exc.value.code == "remote.unsupported"
