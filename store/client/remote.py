@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import os
 import tempfile
 import time
 import urllib.parse
@@ -288,49 +287,18 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
         on_batch: Callable[[int, int], None] | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> list[PutResult]:
-        """Store many blobs, one request each (see :meth:`Store.put_many` for ``items``).
+        """Store many blobs in one request, all or nothing (``POST /v1/objects/batch``).
 
-        Over HTTP every blob is stored when its request succeeds: a failure leaves the blobs
-        before it stored (content-addressed, so storing them again is harmless);
-        ``on_batch`` is still called every ``batch`` items.
+        ``items`` as :meth:`Store.put_many`; one transaction on the server (or one per
+        ``batch``, with the library's batch semantics). store/client/bulk.py.
 
         Raises:
             InputError: ``input.unreadable``, ``input.invalid``; the server's errors.
         """
         self._live()
-        if batch is not None and batch < 1:
-            raise error("input.invalid", f"batch size must be at least 1, not {batch}")
-        out: list[PutResult] = []
-        for i, item in enumerate(items):
-            if isinstance(item, (bytes, bytearray, memoryview)):
-                out.append(self.put(bytes(item)))
-            elif hasattr(item, "read") and not isinstance(item, os.PathLike):
-                out.append(self.put(item))
-            elif isinstance(item, os.PathLike):
-                try:
-                    fh = Path(item).open("rb")
-                except OSError as exc:
-                    raise error(
-                        "input.unreadable",
-                        f"cannot read {os.fspath(item)}: {exc.strerror}",
-                        path=os.fspath(item),
-                    ) from None
-                with fh:
-                    out.append(self.put(fh))
-            else:
-                raise error(
-                    "input.invalid",
-                    f"item {i} is a {type(item).__name__}: put_many takes bytes, paths or "
-                    "binary streams",
-                    item=i,
-                )
-            if progress is not None:
-                progress(len(out))
-            if batch is not None and on_batch is not None and len(out) % batch == 0:
-                on_batch(len(out) // batch, len(out))
-        if batch is not None and on_batch is not None and len(out) % batch:
-            on_batch(len(out) // batch + 1, len(out))
-        return out
+        from .bulk import put_many
+
+        return put_many(self.http, items, batch=batch, on_batch=on_batch, progress=progress)
 
     def get(self, ref: str) -> bytes:
         """The exact bytes a content ref names, verified here against the ref.

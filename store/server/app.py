@@ -58,6 +58,7 @@ ROUTER_MODULES: tuple[str, ...] = (
     "log_routes",  # the tamper-evident log: checkpoint, entries, proofs (docs/log.md)
     "admin_routes",  # settings, a checkpoint signed on request (issue 28)
     "archive_routes",  # archive export and import (issue 28)
+    "bulk_routes",  # many objects in one transaction (issue 28)
     "ui",  # HTML pages under P/ui (issue 15, evstore.pages)
 )
 

@@ -93,7 +93,8 @@ def test_archives_over_http_give_the_local_bytes_reports_and_refusals(
         before = _count(empty_url)
         bad = tmp_path / "bad.tar"
         raw = bytearray(a.read_bytes())
-        raw[-2000] ^= 1  # a flipped bit in the last member: its digest no longer holds
+        at = raw.rindex(b"blake3:") + 7  # an address inside a member: its digest breaks
+        raw[at] = ord("0") if raw[at] != ord("0") else ord("1")
         bad.write_bytes(bytes(raw))
         for args in (
             ["--json", "archive", "import", str(bad)],
@@ -168,11 +169,9 @@ def test_validate_with_no_server_checks_the_contract_rules_alone(tmp_path):
         ra = ev("--store", nothing, *args)
         rb = ev("--store", url, *args)
         assert (ra.returncode, ra.stdout) == (rb.returncode, rb.stdout), args
-        assert b"bindings were not checked" in rb.stderr and b"no server reachable" in rb.stderr
-    assert (
-        json.loads(
-            rb.stdout if False else ev("--store", url, "--json", "validate", str(package)).stdout
-        )["bindings_checked"]
-        is False
-    )
+        if "--json" in args:
+            assert json.loads(rb.stdout)["bindings_checked"] is False
+        else:
+            assert b"no server reachable" in rb.stderr
+            assert b"bindings were not checked" in rb.stderr
     assert not (tmp_path / "none.db").exists()
