@@ -50,7 +50,6 @@ __all__ = [
 #: remote.unsupported naming the reason (docs/http.md#the-client). ``init`` and ``migrate``
 #: are refused by evstore.init / evstore.migrate themselves.
 DATABASE_ONLY: dict[str, str] = {
-    "check": "it re-reads every row and blob beside the database",
     "serve": "it opens the database itself to serve it",
 }
 

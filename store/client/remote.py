@@ -670,13 +670,23 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
                 raise AttributeError(name)
             raise unsupported(name)
 
-    def check(self, *args: Any, **kw: Any) -> Any:
-        """``remote.unsupported``: check runs beside the database."""
-        raise unsupported("check")
+    def check(self, progress: Any = None, **kw: Any) -> Any:
+        """Re-verify the store on the server (admin), faults streamed back as found: a
+        :class:`~evstore.client.check.RemoteCheckRun` (options as :meth:`Store.check`).
+        """  # noqa: D205
+        self._live()
+        from .check import RemoteCheckRun
+
+        run = RemoteCheckRun(self.http, progress, **kw)
+        self._last_check = run
+        return run
 
     def recorded_warnings(self) -> list[dict[str, str]]:
-        """``remote.unsupported``: part of check."""
-        raise unsupported("check")
+        """The warnings recorded at ingest, as the last :meth:`check` received them."""
+        run = getattr(self, "_last_check", None)
+        if run is None:
+            raise unsupported("check")
+        return list(run.recorded_warnings)
 
     def transaction(self, work: Any, **kw: Any) -> Any:
         """``remote.unsupported``: no transaction spans requests."""

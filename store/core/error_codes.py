@@ -168,8 +168,8 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
      "the server's answer breaks HTTP API v1 (a truncated body, a 5xx without a problem)"),
     ("remote.auth", "store", "", "the server refused the token (401) or its scope (403)"),
     ("remote.unsupported", "store", "",
-     "the command works only beside the database (init, migrate, serve, check, log init-key, "
-     "gc --vacuum)"),
+     "the command works only beside the database (init, migrate, serve, log init-key, "
+     "gc --vacuum, audit)"),
     ("remote.digest", "corruption", "",
      "bytes received do not match the ref asked for (digest or size); they are discarded"),
     # -- templiqx v1alpha1 evidence fragments

@@ -59,6 +59,7 @@ ROUTER_MODULES: tuple[str, ...] = (
     "admin_routes",  # settings, a checkpoint signed on request (issue 28)
     "archive_routes",  # archive export and import (issue 28)
     "bulk_routes",  # many objects in one transaction (issue 28)
+    "check_routes",  # check run by the server, streamed (issue 28)
     "ui",  # HTML pages under P/ui (issue 15, evstore.pages)
 )
 
