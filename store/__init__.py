@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from .protocol import StoreProtocol
     from .read.describe import describe_artifact, object_head
     from .read.review import bindings_of_fragment, edges_from, kind_counts, verify_now
+    from .retention.audit import AuditRun
 
 # open, init and migrate (store/connect.py) and RemoteStore (store/client/) are not imported
 # for type checkers here: the client imports evstore's public names, and an import back
@@ -82,6 +83,7 @@ if TYPE_CHECKING:
 _SOURCES: dict[str, str] = {
     "ArchiveLimits": "archive.layout:Limits",
     "ArtifactInfo": "core.results",
+    "AuditRun": "retention.audit",
     "ArtifactResult": "core.results",
     "BindingConflict": "core.errors",
     "Closure": "core.results",
@@ -152,6 +154,7 @@ _SOURCES: dict[str, str] = {
 __all__ = [
     "ArchiveLimits",
     "ArtifactInfo",
+    "AuditRun",
     "ArtifactResult",
     "BindingConflict",
     "Closure",

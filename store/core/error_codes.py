@@ -169,7 +169,7 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("remote.auth", "store", "", "the server refused the token (401) or its scope (403)"),
     ("remote.unsupported", "store", "",
      "the command works only beside the database (init, migrate, serve, log init-key, "
-     "gc --vacuum, audit)"),
+     "gc --vacuum)"),
     ("remote.digest", "corruption", "",
      "bytes received do not match the ref asked for (digest or size); they are discarded"),
     # -- templiqx v1alpha1 evidence fragments

@@ -60,6 +60,7 @@ ROUTER_MODULES: tuple[str, ...] = (
     "archive_routes",  # archive export and import (issue 28)
     "bulk_routes",  # many objects in one transaction (issue 28)
     "check_routes",  # check run by the server, streamed (issue 28)
+    "audit_routes",  # audit run by the server, streamed; recorded runs (issue 28)
     "ui",  # HTML pages under P/ui (issue 15, evstore.pages)
 )
 

@@ -75,3 +75,44 @@ def test_a_client_that_goes_away_leaves_the_server_serving(server, store_url):
     # the next run answers in full
     code, out = _run(server.url, admin, "--json", "check")
     assert code == 0 and json.loads(out)["ok"] is True
+
+
+def _timeless(result: tuple[int, bytes]) -> tuple:
+    """Output with run ids and times blanked (each run is its own)."""
+    import re
+
+    code, out = result
+    text = re.sub(rb"audit \d+:", b"audit N:", out)
+    text = re.sub(rb'"id": \d+', b'"id": 0', text)
+    text = re.sub(rb'"(started_at|finished_at)": "[^"]*"', b'"\\1": "T"', text)
+    text = re.sub(rb'timestamp="[^"]*"|time="[^"]*"', b"", text)
+    return code, text
+
+
+def test_audit_over_http_is_run_and_recorded_by_the_server(server, store_url, tmp_path):
+    admin = make_token(store_url, "admin")
+    with evstore.open(store_url) as store:
+        kept = store.put(b"kept by a root\n").digest.address
+        bad = store.put(b"damaged under a root\n").digest.address
+        store.retention.retain([kept, bad], "keep")
+    for args in (
+        ["audit", "--root", "keep"],
+        ["--json", "audit", "--no-record"],
+        ["--json", "audit", "--root", "nope"],
+        ["--json", "audit", "--sample", "7"],
+    ):
+        local, remote = _run(store_url, None, *args), _run(server.url, admin, *args)
+        assert _timeless(local) == _timeless(remote), (args, local, remote)
+    corrupt(store_url, bad)
+    ja, jb = tmp_path / "a.xml", tmp_path / "b.xml"
+    local = _run(store_url, None, "audit", "--root", "keep", "--junit", str(ja))
+    remote = _run(server.url, admin, "audit", "--root", "keep", "--junit", str(jb))
+    assert local[0] == 1 and _timeless(local) == _timeless(remote)
+    assert _timeless((0, ja.read_bytes())) == _timeless((0, jb.read_bytes()))
+    # recorded like a local run, listed over HTTP as locally
+    runs = json.loads(_run(server.url, server.read, "--json", "audits")[1])["audits"]
+    assert runs == json.loads(_run(store_url, None, "--json", "audits")[1])["audits"]
+    assert runs[0]["verdict"] == "fail" and len(runs) == 4  # two local, two remote recorded
+    for tok in (server.read, server.ingest):
+        code, out = _run(server.url, tok, "--json", "audit")
+        assert code == 1 and json.loads(out)["error"]["code"] == "http.forbidden"
