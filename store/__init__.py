@@ -83,8 +83,8 @@ if TYPE_CHECKING:
 _SOURCES: dict[str, str] = {
     "ArchiveLimits": "archive.layout:Limits",
     "ArtifactInfo": "core.results",
-    "AuditRun": "retention.audit",
     "ArtifactResult": "core.results",
+    "AuditRun": "retention.audit",
     "BindingConflict": "core.errors",
     "Closure": "core.results",
     "ContentRef": "core.refs",
@@ -154,8 +154,8 @@ _SOURCES: dict[str, str] = {
 __all__ = [
     "ArchiveLimits",
     "ArtifactInfo",
-    "AuditRun",
     "ArtifactResult",
+    "AuditRun",
     "BindingConflict",
     "Closure",
     "ContentRef",
