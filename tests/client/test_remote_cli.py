@@ -342,8 +342,11 @@ def test_evstore_open_over_http_has_the_store_api(store_url, tmp_path, backend):
                 [put.digest.address, address]
             )[:1]
             assert remote.info()["backend"] == backend
+            with pytest.raises(evstore.InputError) as exc:
+                remote.check()  # run by the server: admin only
+            assert exc.value.code == "http.forbidden"
             with pytest.raises(evstore.StoreStateError) as exc:
-                remote.check()
+                remote.transaction(print)
             assert exc.value.code == "remote.unsupported"
         with evstore.open(store_url) as local:
             assert local.get(put.digest.address) == b"api bytes"
