@@ -42,11 +42,16 @@ __all__ = [
     "pass_ctx",
     "progress",
     "read_input",
+    "refused_remotely",
     "write_output",
 ]
 
-#: Commands that need the database itself: over HTTP they fail with remote.unsupported.
-DATABASE_ONLY = frozenset({"init", "migrate", "check", "config", "token", "serve"})
+#: Commands that need the database itself, and why: over HTTP they fail with
+#: remote.unsupported naming the reason (docs/http.md#the-client). ``init`` and ``migrate``
+#: are refused by evstore.init / evstore.migrate themselves.
+DATABASE_ONLY: dict[str, str] = {
+    "serve": "it opens the database itself to serve it",
+}
 
 #: The default store: a SQLite file in the current directory.
 DEFAULT_URL = "sqlite:///evstore.db"
@@ -280,12 +285,7 @@ def open_store(ctx: Ctx, *, create: bool = False) -> evstore.Store:
         path = click.get_current_context().command_path.split()
         command = path[1] if len(path) > 1 else ""
         if command in DATABASE_ONLY:
-            raise evstore.error(
-                "remote.unsupported",
-                f"`evstore {command}` works only beside the database: run it with a "
-                "database URL (sqlite:///..., postgresql://...) on the server's machine",
-                command=command,
-            )
+            raise refused_remotely(command)
         store = evstore.open(ctx.url, token=os.environ.get("EVSTORE_TOKEN") or None)
     else:
         store = evstore.open(ctx.url, create=create)
@@ -294,6 +294,16 @@ def open_store(ctx: Ctx, *, create: bool = False) -> evstore.Store:
     if ctx.verbosity > 0 and not ctx.json:
         click.echo(f"store: {store.url}{' (created)' if store.created else ''}", err=True)
     return store
+
+
+def refused_remotely(command: str) -> evstore.EvstoreError:
+    """The ``remote.unsupported`` error of a command of :data:`DATABASE_ONLY`, naming why."""
+    return evstore.error(
+        "remote.unsupported",
+        f"`evstore {command}` works only beside the database ({DATABASE_ONLY[command]}): run "
+        "it with a database URL (sqlite:///..., postgresql://...) on the server's machine",
+        command=command,
+    )
 
 
 def is_http_url(url: str) -> bool:

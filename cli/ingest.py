@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -18,6 +17,7 @@ from .common import (
     at_pointer,
     emit,
     ingest_options,
+    is_http_url,
     open_store,
     pass_ctx,
     progress,
@@ -203,13 +203,14 @@ def validate(
 ) -> None:
     """Run every check of ingest on FILES, list all faults, write nothing.
 
-    With no store at the URL, only the contract rules are checked (against an empty scratch
-    store; no store is created): a note on stderr says that bindings were not checked
-    (``"bindings_checked": false`` and ``"new": null`` with --json).
+    With no store at the URL (or no server reachable at an http(s) URL), only the contract
+    rules are checked (against an empty scratch store; no store is created): a note on stderr
+    says that bindings were not checked (``"bindings_checked": false`` and ``"new": null``
+    with --json).
 
     Exit codes: 0 valid; 1 faults found or store error; 2 usage.
     """
-    docs, options, supplied = collect(
+    found, options, supplied = collect(
         files,
         kind,
         contents,
@@ -219,6 +220,8 @@ def validate(
         authorization_scope_id,
         source_document,
     )
+    # read again locally when the server cannot be reached
+    docs: Any = list(found) if is_http_url(ctx.url) else found
     bindings = True
     try:
         store = open_store(ctx)
@@ -227,18 +230,26 @@ def validate(
             raise
         bindings = False  # no store: contract rules only, against an empty scratch store
         store = None
-    with contextlib.ExitStack() as stack:
-        if store is None:
-            scratch = stack.enter_context(tempfile.TemporaryDirectory(prefix="evstore-validate-"))
-            store = evstore.open(f"sqlite:///{scratch}/scratch.db", create=True)
+    report = None
+    if store is not None:
         with store:
-            report = store.validate(docs, options=options, supplied=supplied)
+            try:
+                report = store.validate(docs, options=options, supplied=supplied)
+            except evstore.EvstoreError as err:
+                if err.code != "remote.unreachable":
+                    raise
+                bindings = False  # no server behind the URL: as with no store
+    if report is None:
+        with tempfile.TemporaryDirectory(prefix="evstore-validate-") as scratch:
+            with evstore.open(f"sqlite:///{scratch}/scratch.db", create=True) as local:
+                report = local.validate(docs, options=options, supplied=supplied)
     out = report.to_dict()
     out["bindings_checked"] = bindings
     if not bindings:  # no store to compare with: whether each would be new is unknown
         for row in out.get("artifacts", []):
             row["new"] = None
-        ctx.note(f"note: no store at {ctx.url}: contract rules only, bindings were not checked")
+        where = "no server reachable" if is_http_url(ctx.url) else "no store"
+        ctx.note(f"note: {where} at {ctx.url}: contract rules only, bindings were not checked")
     emit(ctx, out, lambda _: _validate_human(report))
     if not report.ok:
         sys.exit(1)

@@ -16,7 +16,7 @@ import click
 
 import evstore
 
-from .common import Ctx, emit, open_store, pass_ctx, read_input, write_output
+from .common import Ctx, emit, is_http_url, open_store, pass_ctx, read_input, write_output
 
 __all__ = ["COMMANDS", "KEY_ENV", "log", "prove", "register", "verify_proof"]
 
@@ -92,9 +92,14 @@ def init_key(ctx: Ctx, path: str | None, origin: str | None) -> None:
     PATH defaults to $EVSTORE_LOG_KEY, else the log.key_file setting. When the setting is
     empty it is set to PATH, so `evstore log checkpoint` finds the key.
 
+    Beside the database only: over HTTP it is remote.unsupported (the private key file is
+    made on the machine that signs; start the server with --log-key PATH).
+
     Exit codes: 0 created; 1 log.key-exists, log.key-file, checkpoint.key, store errors.
     """
     with open_store(ctx) as store:
+        if is_http_url(ctx.url):
+            store.log.init_key(path or "")  # remote.unsupported, naming why
         chosen = _key_path(store, path)
         if chosen is None:
             raise evstore.error(
@@ -124,11 +129,18 @@ def key(ctx: Ctx) -> None:
 def checkpoint(ctx: Ctx, key_file: str | None) -> None:
     """Sign a checkpoint of the log now, after checking it extends the previous one.
 
+    Over HTTP (an admin token) the server signs with the key it was started with (evstore
+    serve --log-key); --key and $EVSTORE_LOG_KEY are not used, and a server without a key
+    answers log.server-no-key.
+
     Exit codes: 0 signed (or unchanged); 1 log.inconsistent (nothing signed), log.no-key,
-    log.key-mismatch, log.key-file, checkpoint.key, store errors.
+    log.key-mismatch, log.key-file, checkpoint.key, log.server-no-key, store errors.
     """
     with open_store(ctx) as store:
-        r = store.log.checkpoint(_key_path(store, key_file))
+        if is_http_url(ctx.url):
+            r = store.log.checkpoint(key_file)  # input.invalid when a key file is named
+        else:
+            r = store.log.checkpoint(_key_path(store, key_file))
     emit(ctx, r, lambda _: click.echo(r["note"], nl=False))
 
 

@@ -9,7 +9,7 @@ import click
 
 import evstore
 
-from .common import Ctx, emit, open_store, pass_ctx
+from .common import Ctx, emit, is_http_url, open_store, pass_ctx, refused_remotely
 
 __all__ = ["register", "serve", "token"]
 
@@ -141,6 +141,8 @@ def serve(
     e.g. the port is in use); 2 usage.
     """
     mapping = parse_stores(stores, ctx.url)
+    if any(is_http_url(url) for url in mapping.values()):  # serve opens the database itself
+        raise refused_remotely("serve")
     kw = {k.removeprefix("max_"): v for k, v in limits.items() if v is not None}
     run, server_limits = evstore.serve, evstore.ServerLimits  # install.extra-missing first
     reads = "public reads" if public_read else "tokens for reads"

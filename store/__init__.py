@@ -79,6 +79,7 @@ if TYPE_CHECKING:
     from .protocol import StoreProtocol
     from .read.describe import describe_artifact, object_head
     from .read.review import bindings_of_fragment, edges_from, kind_counts, verify_now
+    from .retention.audit import AuditRun
 
 # open, init and migrate (store/connect.py) and RemoteStore (store/client/) are not imported
 # for type checkers here: the client imports evstore's public names, and an import back
@@ -90,6 +91,7 @@ _SOURCES: dict[str, str] = {
     "ArchiveLimits": "archive.layout:Limits",
     "ArtifactInfo": "core.results",
     "ArtifactResult": "core.results",
+    "AuditRun": "retention.audit",
     "BindingConflict": "core.errors",
     "Closure": "core.results",
     "ContentRef": "core.refs",
@@ -162,6 +164,7 @@ __all__ = [
     "ArchiveLimits",
     "ArtifactInfo",
     "ArtifactResult",
+    "AuditRun",
     "BindingConflict",
     "Closure",
     "ContentRef",

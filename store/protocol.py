@@ -9,8 +9,8 @@ types (store/core/results.py: :class:`~evstore.PutResult`, :class:`~evstore.Inge
     def archive_run(store: evstore.StoreProtocol, path: pathlib.Path) -> str:
         return store.ingest(path).results[0].digest.address
 
-The protocol lists what both do today; what needs the database itself (``check``,
-``config``, ``transaction``, the log, audits) is on :class:`~evstore.Store` only, and a
+The protocol lists what both do today, the log and the settings included (issue 28); what
+needs the database itself (``transaction``, audits) is on :class:`~evstore.Store` only, and a
 remote store raises ``remote.unsupported`` for it. The namespaces (``fragments``,
 ``manifests``, ``packages``, ``contexts``, ``runs``, ``retention``) are protocols of their
 own below, each listing the methods both namespaces have.
@@ -44,6 +44,7 @@ from .core.results import (
 __all__ = [
     "ContextsProtocol",
     "FragmentsProtocol",
+    "LogProtocol",
     "ManifestsProtocol",
     "PackagesProtocol",
     "RetentionProtocol",
@@ -191,6 +192,38 @@ class RetentionProtocol(Protocol):
         progress: Callable[[int, int], None] | None = None,
     ) -> GcReport:
         """Collect every object no root reaches and whose lease expired."""
+        ...
+
+
+class LogProtocol(Protocol):
+    """``store.log``: the tamper-evident log (docs/log.md); remote since issue 28."""
+
+    def status(self) -> dict[str, Any]:
+        """``{"size", "root", "vkey", "checkpoint"}``."""
+        ...
+
+    def key(self) -> str:
+        """The verifier key (``log.no-key`` without one)."""
+        ...
+
+    def latest(self) -> dict[str, Any] | None:
+        """The latest signed checkpoint, or None."""
+        ...
+
+    def entries(self, start: int = 0, end: int | None = None) -> list[dict[str, Any]]:
+        """Entries ``start .. end - 1``."""
+        ...
+
+    def prove(self, ref: str | None = None, *, index: int | None = None) -> dict[str, Any]:
+        """An inclusion proof at the latest checkpoint (``text``: the tlog-proof file)."""
+        ...
+
+    def prove_consistency(self, old_size: int, new_size: int | None = None) -> dict[str, Any]:
+        """A consistency proof to a signed checkpoint (``text``: the proof file)."""
+        ...
+
+    def checkpoint(self, key_path: str | os.PathLike[str] | None) -> dict[str, Any]:
+        """Sign a checkpoint now (remote: the server's key; ``key_path`` must be None)."""
         ...
 
 
@@ -359,6 +392,19 @@ class StoreProtocol(Protocol):
     @property
     def retention(self) -> RetentionProtocol:
         """Roots, leases and gc."""
+        ...
+
+    @property
+    def log(self) -> LogProtocol:
+        """The tamper-evident log."""
+        ...
+
+    def config(self, name: str | None = None) -> dict[str, Any]:
+        """Every setting, or ``{name: value}``."""
+        ...
+
+    def set_config(self, name: str, value: Any) -> Any:
+        """Set a setting (a str is parsed as the CLI parses it); the stored value."""
         ...
 
 

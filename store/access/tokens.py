@@ -53,6 +53,15 @@ __all__ = [
 #: The scopes, lowest first: each grants the ones before it.
 SCOPES = ("read", "ingest", "admin")
 
+
+def _over_http(store: Any) -> Any:
+    """The ``tokens`` namespace of a store served over HTTP (evstore.client.admin), else None.
+
+    Looked up on the class: a local :class:`Store` has none.
+    """
+    return store.tokens if getattr(type(store), "tokens", None) is not None else None
+
+
 _TOKEN = re.compile(r"evst_([0-9a-f]{12})_[A-Za-z0-9_-]{43}")
 _ID = re.compile(r"[0-9a-f]{12}")
 _SESSION = re.compile(r"s1\.([0-9a-f]{12})\.([0-9]{1,12})\.([A-Za-z0-9_-]{43})")
@@ -86,8 +95,12 @@ def create_token(store: Store, scope: str, name: str = "") -> dict[str, Any]:
 
     Raises:
         InputError: ``token.scope`` (no such scope), ``input.invalid`` (a label with U+0000
-            or over 200 characters); StoreStateError as any write.
+            or over 200 characters); StoreStateError as any write. A remote store
+            (``evstore.open("http://...")``) asks its server (admin scope).
     """
+    remote = _over_http(store)
+    if remote is not None:
+        return remote.create(scope, name)  # type: ignore[no-any-return]
     if scope not in SCOPES:
         raise error(
             "token.scope", f"no token scope {scope!r}; use one of {', '.join(SCOPES)}", scope=scope
@@ -120,8 +133,11 @@ def list_tokens(store: Store) -> list[dict[str, Any]]:
 
     Returns:
         ``[{"id", "scope", "name", "created_at", "revoked_at"}]`` (``revoked_at`` None while
-        the token is live).
+        the token is live). A remote store asks its server (admin scope).
     """
+    remote = _over_http(store)
+    if remote is not None:
+        return remote.list()  # type: ignore[no-any-return]
     with store.transactions.read() as conn:
         rows = conn.execute(
             sa.select(
@@ -149,8 +165,12 @@ def revoke_token(store: Store, token_id: str) -> dict[str, Any]:
         ``{"id", "revoked": True, "revoked_at"}``.
 
     Raises:
-        NotFound: ``not-found.token`` (no token with that id in this store).
+        NotFound: ``not-found.token`` (no token with that id in this store). A remote store
+        asks its server (admin scope).
     """
+    remote = _over_http(store)
+    if remote is not None:
+        return remote.revoke(token_id)  # type: ignore[no-any-return]
     if not _ID.fullmatch(token_id):
         raise error("not-found.token", f"no token with id {token_id!r}", id=token_id)
 

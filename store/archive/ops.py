@@ -478,7 +478,12 @@ def export_archive(
         RefSyntaxError, NotFound (``not-found.blob``): a ref, or an object its edges name.
         CorruptionError: a stored object does not match its address (nothing is left at
             ``output``). InputError: ``output.unwritable`` (exists, or cannot be written).
+
+    A store served over HTTP (``evstore.open("http://...")``) receives the archive from its
+    server, verified before it is placed (evstore.client.archives).
     """
+    if getattr(type(store), "export_archive", None) is not None:  # a store served over HTTP
+        return ExportReport(**store.export_archive(refs, output, with_proofs=with_proofs))  # type: ignore[attr-defined]
     tx = store.transactions  # refuses a closed store
     if not refs:
         raise error("input.invalid", "give at least one ref to export")
@@ -741,7 +746,12 @@ def import_archive(
         The first fault (its code as ``ingest`` or ``archive verify`` would give it), with
         ``details.faults`` listing every fault and ``details.fault_count``; nothing written.
         InputError: ``input.unreadable``.
+
+    A store served over HTTP uploads the archive; its server verifies and imports it
+    (evstore.client.archives).
     """
+    if getattr(type(store), "import_archive", None) is not None:  # a store served over HTTP
+        return ImportReport(**store.import_archive(path, limits=limits))  # type: ignore[attr-defined]
     tx = store.transactions  # refuses a closed store
     where = os.fspath(path)
     with tx.read() as conn:

@@ -352,11 +352,26 @@ class Http:
         )
 
 
+#: Why a command stays beside the database (the refusal's message; docs/http.md#the-client).
+WHY_LOCAL: dict[str, str] = {
+    "init": "it creates the database and its schema, and a server serves only a store that exists",
+    "migrate": "it changes the schema under every process that has the store open: stop the "
+    "server, migrate beside the database, start it again",
+    "log init-key": "it makes the private key file on the machine that signs: run it there, "
+    "then start the server with --log-key PATH",
+    "gc --vacuum": "VACUUM needs the database alone (SQLite) or its owner's rights",
+}
+
+
 def unsupported(command: str) -> EvstoreError:
-    """The ``remote.unsupported`` error of a command that needs the database itself."""
+    """The ``remote.unsupported`` error of a command that needs the database itself.
+
+    Its message names the reason (:data:`WHY_LOCAL`) and ``details.command`` the command.
+    """
+    why = WHY_LOCAL.get(command, "it needs the database itself")
     return error(
         "remote.unsupported",
-        f"`{command}` works only beside the database: run it with a database URL "
-        "(sqlite:///..., postgresql://...) on the server's machine",
+        f"`evstore {command}` works only beside the database ({why}): run it with a "
+        "database URL (sqlite:///..., postgresql://...) on the server's machine",
         command=command,
     )

@@ -12,15 +12,14 @@ discarded. A put sends the digest it computed (``?expect=``) and checks the one 
 reports. Refs are parsed before anything is sent, so a malformed ref fails as it does
 locally (``ref.syntax``), without a request.
 
-Commands that only make sense beside the database (check, config, settings, transactions)
-raise ``remote.unsupported``.
+What only makes sense beside the database (transactions, check for now) raises
+``remote.unsupported``.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
-import os
 import tempfile
 import time
 import urllib.parse
@@ -44,6 +43,8 @@ from ..core.results import (
     PutResult,
     Warning_,
 )
+from .admin import RemoteAdmin
+from .archives import RemoteArchives
 from .http import DEFAULT_TIMEOUT, Http, RetryPolicy, rebuild_error, unsupported
 from .retention import RemoteRetention, root_params
 from .shapes import forms_digest, warning_dicts
@@ -128,8 +129,11 @@ def _chunked(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield chunk
 
 
-class RemoteStore:
+class RemoteStore(RemoteAdmin, RemoteArchives):
     """A store served by ``evstore serve``: the API of :class:`evstore.Store` over HTTP.
+
+    Settings, tokens and the log come from :class:`~evstore.client.admin.RemoteAdmin`,
+    archives from :class:`~evstore.client.archives.RemoteArchives`.
 
     Args:
         url: ``http(s)://HOST:PORT[/NAME]``.
@@ -283,49 +287,18 @@ class RemoteStore:
         on_batch: Callable[[int, int], None] | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> list[PutResult]:
-        """Store many blobs, one request each (see :meth:`Store.put_many` for ``items``).
+        """Store many blobs in one request, all or nothing (``POST /v1/objects/batch``).
 
-        Over HTTP every blob is stored when its request succeeds: a failure leaves the blobs
-        before it stored (content-addressed, so storing them again is harmless);
-        ``on_batch`` is still called every ``batch`` items.
+        ``items`` as :meth:`Store.put_many`; one transaction on the server (or one per
+        ``batch``, with the library's batch semantics). store/client/bulk.py.
 
         Raises:
             InputError: ``input.unreadable``, ``input.invalid``; the server's errors.
         """
         self._live()
-        if batch is not None and batch < 1:
-            raise error("input.invalid", f"batch size must be at least 1, not {batch}")
-        out: list[PutResult] = []
-        for i, item in enumerate(items):
-            if isinstance(item, (bytes, bytearray, memoryview)):
-                out.append(self.put(bytes(item)))
-            elif hasattr(item, "read") and not isinstance(item, os.PathLike):
-                out.append(self.put(item))
-            elif isinstance(item, os.PathLike):
-                try:
-                    fh = Path(item).open("rb")
-                except OSError as exc:
-                    raise error(
-                        "input.unreadable",
-                        f"cannot read {os.fspath(item)}: {exc.strerror}",
-                        path=os.fspath(item),
-                    ) from None
-                with fh:
-                    out.append(self.put(fh))
-            else:
-                raise error(
-                    "input.invalid",
-                    f"item {i} is a {type(item).__name__}: put_many takes bytes, paths or "
-                    "binary streams",
-                    item=i,
-                )
-            if progress is not None:
-                progress(len(out))
-            if batch is not None and on_batch is not None and len(out) % batch == 0:
-                on_batch(len(out) // batch, len(out))
-        if batch is not None and on_batch is not None and len(out) % batch:
-            on_batch(len(out) // batch + 1, len(out))
-        return out
+        from .bulk import put_many
+
+        return put_many(self.http, items, batch=batch, on_batch=on_batch, progress=progress)
 
     def get(self, ref: str) -> bytes:
         """The exact bytes a content ref names, verified here against the ref.
@@ -697,21 +670,23 @@ class RemoteStore:
                 raise AttributeError(name)
             raise unsupported(name)
 
-    def check(self, *args: Any, **kw: Any) -> Any:
-        """``remote.unsupported``: check runs beside the database."""
-        raise unsupported("check")
+    def check(self, progress: Any = None, **kw: Any) -> Any:
+        """Re-verify the store on the server (admin), faults streamed back as found: a
+        :class:`~evstore.client.check.RemoteCheckRun` (options as :meth:`Store.check`).
+        """  # noqa: D205
+        self._live()
+        from .check import RemoteCheckRun
+
+        run = RemoteCheckRun(self.http, progress, **kw)
+        self._last_check = run
+        return run
 
     def recorded_warnings(self) -> list[dict[str, str]]:
-        """``remote.unsupported``: part of check."""
-        raise unsupported("check")
-
-    def config(self, name: str | None = None) -> dict[str, Any]:
-        """``remote.unsupported``: settings are read beside the database."""
-        raise unsupported("config")
-
-    def set_config(self, name: str, value: Any) -> Any:
-        """``remote.unsupported``: settings are written beside the database."""
-        raise unsupported("config")
+        """The warnings recorded at ingest, as the last :meth:`check` received them."""
+        run = getattr(self, "_last_check", None)
+        if run is None:
+            raise unsupported("check")
+        return list(run.recorded_warnings)
 
     def transaction(self, work: Any, **kw: Any) -> Any:
         """``remote.unsupported``: no transaction spans requests."""

@@ -2,21 +2,24 @@
 
 The same methods and answers as :class:`evstore.retention.ops.RetentionOps` for retain,
 release, roots, history, missing and gc; who acts is the token's id (the server records it,
-``actor`` is not sent). Audits run beside the database: ``remote.unsupported``. Writes of a
+``actor`` is not sent). Audits run on the server (admin), streamed back (issue 28). Writes of a
 remote store send the root of :func:`evstore.rooting` (:func:`root_params`).
 """
 
 from __future__ import annotations
 
+import json
 import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from .. import current_root, rooting
+import httpx
+
+from .. import AuditRun, current_root, rooting
 from ..core.errors import EvstoreError, error
 from ..core.results import GcReport
-from .http import unsupported
+from .http import rebuild_error, unsupported
 
 __all__ = ["RemoteRetention", "root_params"]
 
@@ -126,13 +129,60 @@ class RemoteRetention:
             progress(report.count, report.count)
         return report
 
-    def audit(self, *args: Any, **kw: Any) -> Any:
-        """``remote.unsupported``: an audit reads every byte beside the database."""
-        raise unsupported("audit")
+    def audit(
+        self,
+        roots: Sequence[str] = (),
+        *,
+        sample: float | None = None,
+        seed: int = 0,
+        since: Any = None,
+        actor: str = "local",
+        progress: Callable[[int, int], None] | None = None,
+        record: bool = True,
+    ) -> AuditRun:
+        """``POST /v1/audit`` (admin): the server audits and records the run (its actor: the
+        token's id), streaming progress; the :class:`evstore.AuditRun` of its last line.
 
-    def audits(self, *args: Any, **kw: Any) -> Any:
-        """``remote.unsupported``: audit runs are listed beside the database."""
-        raise unsupported("audits")
+        Raises:
+            The audit's errors (``root.name``, ``not-found.root``, ``input.invalid``);
+            ``remote.protocol`` for a stream that ends before the run.
+        """  # noqa: D205
+        if isinstance(roots, str):
+            raise error("input.invalid", "roots is a list of root names, not one string")
+        body: dict[str, Any] = {"roots": list(roots), "seed": seed, "record": record}
+        if sample is not None:
+            body["sample"] = sample
+        if since is not None:
+            body["since"] = since.isoformat() if hasattr(since, "isoformat") else str(since)
+        http = self.store.http
+        resp = http.request("POST", "v1/audit", idempotent=False, json=body, stream=True)
+        try:
+            for line in resp.iter_lines():
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                if "progress" in event and progress is not None:
+                    progress(int(event["progress"][0]), int(event["progress"][1]))
+                elif "error" in event:
+                    raise rebuild_error(event["error"])
+                elif "end" in event:
+                    end = dict(event["end"])
+                    for derived in ("verdict", "faults"):
+                        end.pop(derived, None)
+                    return AuditRun(**end)
+        except (ValueError, TypeError, KeyError):
+            raise http.protocol("POST v1/audit: a line is not the route's JSON") from None
+        except httpx.HTTPError as exc:
+            raise http.protocol(f"POST v1/audit: the stream broke off ({exc})") from None
+        finally:
+            resp.close()
+        raise http.protocol("POST v1/audit: the stream ended before the run did")
+
+    def audits(self, limit: int = 50) -> list[dict[str, Any]]:
+        """``GET /v1/audits?limit=N``: the recorded audit runs, newest first (read)."""
+        out = self.store.http.json("GET", "v1/audits", params={"limit": str(limit)})
+        runs: list[dict[str, Any]] = out["audits"]
+        return runs
 
     def rooting(self, root: str = "default", actor: str = "local") -> AbstractContextManager[None]:
         """``evstore.rooting(root)``: remote writes in it send ``root`` (actor: the token)."""

@@ -176,7 +176,8 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
      "the server's answer breaks HTTP API v1 (a truncated body, a 5xx without a problem)"),
     ("remote.auth", "store", "", "the server refused the token (401) or its scope (403)"),
     ("remote.unsupported", "store", "",
-     "the command works only beside the database (init, migrate, check, config, token)"),
+     "the command works only beside the database (init, migrate, serve, log init-key, "
+     "gc --vacuum)"),
     ("remote.digest", "corruption", "",
      "bytes received do not match the ref asked for (digest or size); they are discarded"),
     # -- templiqx v1alpha1 evidence fragments
@@ -484,6 +485,8 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
      "the consistency proof does not link the old root to the checkpoint"),
     ("log.content-mismatch", "input", "docs/log.md#entries",
      "the content given is not the object the proven entry names"),
+    ("log.server-no-key", "store", "docs/log.md#checkpoints",
+     "the server was started without --log-key: it signs no checkpoint on request (409)"),
     ("log.no-key", "store", "docs/log.md#keys", "the log has no verifier key (log init-key)"),
     ("log.key-exists", "store", "docs/log.md#keys", "the log has a verifier key already"),
     ("log.key-mismatch", "input", "docs/log.md#keys",
@@ -535,6 +538,7 @@ STATUS_BY_CODE: Mapping[str, int] = MappingProxyType(
         "http.headers-too-large": 431,
         "http.range": 416,
         "put.digest-mismatch": 422,
+        "log.server-no-key": 409,
         "http.busy": 503,
         "store.busy": 503,
         "store.timeout": 503,

@@ -66,6 +66,11 @@ ROUTER_MODULES: tuple[str, ...] = (
     "retention_routes",  # roots, their history, gc (issue 12)
     "contract_routes",  # contract read commands: quote, excerpt, fragments, ... (client)
     "log_routes",  # the tamper-evident log: checkpoint, entries, proofs (docs/log.md)
+    "admin_routes",  # settings, a checkpoint signed on request (issue 28)
+    "archive_routes",  # archive export and import (issue 28)
+    "bulk_routes",  # many objects in one transaction (issue 28)
+    "check_routes",  # check run by the server, streamed (issue 28)
+    "audit_routes",  # audit run by the server, streamed; recorded runs (issue 28)
     "ui",  # HTML pages under P/ui (issue 15, evstore.pages)
 )
 
@@ -82,6 +87,8 @@ class Served:
     store: Store
     public_read: bool
     limits: Limits
+    #: The private key file of ``--log-key`` (``POST P/v1/log/checkpoint`` signs with it).
+    log_key: str | None = None
 
     @property
     def backend(self) -> str:
@@ -293,7 +300,7 @@ def create_app(
     opened: list[Served] = []
     try:
         for name, url in stores.items():
-            opened.append(Served(name, open_store(url), public_read, limits))
+            opened.append(Served(name, open_store(url), public_read, limits, log_key))
         if log_key is not None:  # a key the server could never sign with fails now
             opened[0].store.log.check_key(log_key)
     except BaseException:

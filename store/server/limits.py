@@ -52,7 +52,9 @@ class Limits:
         object_bytes: a raw object body (``PUT``/``POST P/v1/objects``); spooled to a
             temporary file past 8 MiB, never held whole in memory. Default 1 GiB.
         json_bytes: a JSON body (ingest, validate, missing, tokens). Default 64 MiB.
-        bundle_bytes: a bundle tar (``POST P/v1/bundles``), spooled to disk. Default 1 GiB.
+        bundle_bytes: a bundle tar (``POST P/v1/bundles``) or an archive tar (``POST
+            P/v1/archives``) or many objects (``POST P/v1/objects/batch``), spooled to disk.
+            Default 1 GiB.
         missing_refs: refs in one ``missing`` request. Default 10000.
         page: the largest ``limit`` of one ``ls`` page. Default 10000.
         in_flight: requests handled at once; more get 503 with ``Retry-After``. A request
@@ -100,7 +102,7 @@ class Limits:
         """The body limit of a request to ``path`` (the path after the store prefix too)."""
         if method in ("PUT", "POST") and path.endswith("/v1/objects"):
             return self.object_bytes
-        if path.endswith("/v1/bundles"):
+        if path.endswith(("/v1/bundles", "/v1/archives", "/v1/objects/batch")):
             return self.bundle_bytes
         if path.endswith("/v1/validate"):
             return min(self.validate_bytes, self.json_bytes)

@@ -355,12 +355,27 @@ def test_a_stream_that_cannot_rewind_is_spooled_and_resent_whole_after_503():
     assert [r.content for r in script.requests] == [DATA, DATA]
 
 
-def test_put_many_reads_paths_and_refuses_other_items(tmp_path):
+def test_put_many_is_one_request_and_checks_every_answer(tmp_path):
     (tmp_path / "a").write_bytes(DATA)
-    store, _ = remote(Script(put_answer(DATA)))
+    row = {**evstore.digest_bytes(DATA).forms(), "new": True}
+    script = Script(httpx.Response(200, json={"results": [row, row]}))
+    store, _ = remote(script)
     batches = []
     out = store.put_many([tmp_path / "a", DATA], batch=1, on_batch=lambda *a: batches.append(a))
     assert [r.digest.address for r in out] == [ADDRESS, ADDRESS] and batches == [(1, 1), (2, 2)]
+    (req,) = script.requests
+    assert req.method == "POST" and req.url.path == "/acme/v1/objects/batch"
+    assert req.url.params["batch"] == "1"
+    assert req.content == (f"{len(DATA)} {ADDRESS}\n".encode() + DATA) * 2
+    other = {**evstore.digest_bytes(b"other").forms(), "new": True}
+    store, _ = remote(Script(httpx.Response(200, json={"results": [other]})))
+    with pytest.raises(evstore.CorruptionError) as exc:
+        store.put_many([DATA])
+    assert exc.value.code == "remote.digest"
+    store, _ = remote(Script(httpx.Response(200, json={"results": []})))
+    with pytest.raises(evstore.StoreStateError) as exc:
+        store.put_many([DATA])
+    assert exc.value.code == "remote.protocol"
     with pytest.raises(evstore.InputError) as exc:
         store.put_many(["a string"])
     assert exc.value.code == "input.invalid"
@@ -482,10 +497,10 @@ def test_find_caches_warnings_and_nothing_found_is_empty():
 # -- what a remote store refuses ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("call", ["check", "config", "set_config", "recorded_warnings"])
+@pytest.mark.parametrize("call", ["recorded_warnings", "transaction"])
 def test_database_commands_are_remote_unsupported(call):
     store, _ = remote(Script(obj(DATA)))
-    args = {"set_config": ("a", "b")}.get(call, ())
+    args = {"transaction": (print,)}.get(call, ())
     with pytest.raises(evstore.StoreStateError) as exc:
         getattr(store, call)(*args)
     assert exc.value.code == "remote.unsupported"

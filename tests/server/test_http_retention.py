@@ -212,9 +212,8 @@ def test_the_cli_retains_releases_lists_and_collects_remotely(served, store_url,
     assert address not in gone and len(gone) == 1  # "keep" still holds the file
     vac = _ev("--store", url, "--json", "gc", "--vacuum", token=tokens["admin"])
     assert json.loads(vac.stdout)["error"]["code"] == "remote.unsupported"
-    aud = _ev("--store", url, "--json", "audit", token=tokens["admin"])
-    assert aud.returncode == 1
-    assert json.loads(aud.stdout)["error"]["code"] == "remote.unsupported"
+    aud = _ev("--store", url, "--json", "audit", token=tokens["admin"])  # run by the server
+    assert aud.returncode == 0 and json.loads(aud.stdout)["verdict"] == "pass", aud.stdout
     done = _ev("--store", url, "gc", token=tokens["admin"])
     assert done.returncode == 0 and b"deleted 1 object(s)" in done.stdout
     with evstore.open(store_url) as store:
@@ -254,12 +253,15 @@ def test_the_library_client_roots_retains_and_collects(served_any, store_url):
                 assert err.code in ("remote.unsupported", "input.invalid")
             else:
                 raise AssertionError(f"gc({bad}) was sent")
-        for call in (ops.audit, ops.audits):
-            try:
-                call()
-            except evstore.EvstoreError as err:
-                assert err.code == "remote.unsupported"
-            else:
-                raise AssertionError("an audit ran remotely")
+        run = ops.audit(record=False)  # run by the server (issue 28)
+        assert run.verdict == "pass" and run.id is None
+        recorded = ops.audit()
+        assert ops.audits(1)[0]["id"] == recorded.id
+        try:
+            ops.audit(["lib-keep"])  # released above: as locally
+        except evstore.EvstoreError as err:
+            assert err.code == "not-found.root"
+        else:
+            raise AssertionError("an audit of a root that holds nothing passed")
         assert ops.gc().count == 2
         assert remote.has([address, doc]) == [address, doc]

@@ -30,6 +30,7 @@ CHECKS = [
     response_schema_conformance,
 ]
 schemathesis.serializer.alias("application/x-tar", "application/octet-stream")
+schemathesis.serializer.alias("application/x-evstore-objects", "application/octet-stream")
 
 _VOLATILE = {"date", "content-length", "connection", "keep-alive"}
 

@@ -1,0 +1,99 @@
+"""Administration over HTTP (issue 28): settings, and a checkpoint signed on request.
+
+``GET P/v1/config[/{name}]`` reads settings (read scope), ``PUT P/v1/config/{name}``
+``{"value": V}`` sets one (admin), with the answers of ``evstore config --json``.
+``POST P/v1/log/checkpoint`` (admin) signs a checkpoint of the log now with the key the
+server was started with (``evstore serve --log-key``), as ``evstore log checkpoint`` does
+beside the database; a server started without one answers 409 ``log.server-no-key``. The
+private key never leaves the server's machine.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from starlette.concurrency import run_in_threadpool
+
+from .. import error
+from .app import Served
+from .auth import admin, reader
+from .wire import OBJECT_RESPONSES, json_body, known_members
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+@router.get(
+    "/v1/config", summary="Every setting (evstore config --json)", responses=OBJECT_RESPONSES
+)
+async def settings(one: Served = Depends(reader)) -> dict[str, Any]:  # noqa: B008
+    """``{NAME: value, ...}``, every setting of docs/settings.md."""
+    out: dict[str, Any] = await run_in_threadpool(one.store.config)
+    return out
+
+
+@router.get(
+    "/v1/config/{name}",
+    summary="One setting (evstore config NAME --json)",
+    responses=OBJECT_RESPONSES,
+)
+async def setting(name: str, one: Served = Depends(reader)) -> dict[str, Any]:  # noqa: B008
+    """``{NAME: value}``; 400 ``config.unknown`` for a name that is no setting."""
+    out: dict[str, Any] = await run_in_threadpool(one.store.config, name)
+    return out
+
+
+@router.put(
+    "/v1/config/{name}",
+    summary="Set a setting (evstore config NAME VALUE --json)",
+    responses=OBJECT_RESPONSES,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["value"],
+                        "properties": {"value": {}},
+                        "additionalProperties": False,
+                    }
+                }
+            },
+        }
+    },
+)
+async def set_setting(
+    name: str,
+    request: Request,
+    one: Served = Depends(admin),  # noqa: B008
+) -> dict[str, Any]:
+    """``{"value": V}`` -> ``{NAME: stored value}``: a string is parsed as the CLI parses
+    ``VALUE``, any other JSON value must have the setting's type (``config.value``).
+    """  # noqa: D205
+    body = known_members(await json_body(request), {"value"})
+    if "value" not in body:
+        raise error("http.request", 'the body is {"value": V}', "/value")
+    stored = await run_in_threadpool(one.store.set_config, name, body["value"])
+    return {name: stored}
+
+
+@router.post(
+    "/v1/log/checkpoint",
+    summary="Sign a checkpoint now with the server's --log-key (evstore log checkpoint)",
+    responses=OBJECT_RESPONSES,
+)
+async def sign_checkpoint(one: Served = Depends(admin)) -> dict[str, Any]:  # noqa: B008
+    """``{"size", "root", "origin", "note", "signed_at", "new"}`` as ``evstore log checkpoint
+    --json``; 409 ``log.server-no-key`` when the server was started without ``--log-key``.
+    """  # noqa: D205
+    if one.log_key is None:
+        raise error(
+            "log.server-no-key",
+            "this server signs nothing: it was started without --log-key (run `evstore log "
+            "checkpoint` beside the database, or restart the server with --log-key PATH)",
+        )
+    out: dict[str, Any] = await run_in_threadpool(one.store.log.checkpoint, one.log_key)
+    return out

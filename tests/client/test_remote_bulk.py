@@ -1,0 +1,92 @@
+"""Issue 28: a remote put of many objects is one request and one transaction, as locally.
+
+Against a real ``evstore serve`` process (both backends): the outputs of ``put`` of a
+directory, of ``--batch N`` and of ``--stdin-paths`` equal the local ones; a request with one
+bad part stores none of its parts; the Python API gives the local results.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import httpx
+from click.testing import CliRunner
+
+import evstore
+from evstore.cli.main import cli
+
+
+def _run(url: str, token: str | None, *args: str, stdin: bytes | None = None):
+    env = {"EVSTORE_TOKEN": token or ""}
+    got = CliRunner().invoke(cli, ["--store", url, *args], env=env, input=stdin)
+    assert got.exception is None or isinstance(got.exception, SystemExit), got.exc_info
+    return got.exit_code, got.stdout_bytes
+
+
+def _tree(tmp: Path) -> Path:
+    tree = tmp / "tree"
+    (tree / "sub").mkdir(parents=True)
+    for i in range(40):
+        (tree / f"f{i:02}.txt").write_bytes(f"bulk file {i}\n".encode())
+    (tree / "sub" / "big.bin").write_bytes(bytes(range(256)) * (40 << 10))  # 10 MiB
+    (tree / "sub" / "empty").write_bytes(b"")
+    return tree
+
+
+def test_remote_bulk_put_gives_the_local_output(server, empty_url, tmp_path):
+    tree = _tree(tmp_path)
+    paths = "\n".join(str(p) for p in sorted(tree.glob("f1*"))).encode() + b"\n"
+    assert _run(empty_url, None, "init")[0] == 0
+    for args, stdin in (
+        (["put", str(tree)], None),
+        (["--json", "put", str(tree)], None),
+        (["--json", "put", "--batch", "7", str(tree)], None),
+        (["put", "--digests", str(tree / "f00.txt"), str(tree / "sub")], None),
+        (["--json", "put", "--stdin-paths"], paths),
+        (["--json", "put", str(tree / "nope.txt")], None),
+    ):
+        local = _run(empty_url, None, *args, stdin=stdin)
+        remote = _run(server.url, server.ingest, *args, stdin=stdin)
+        assert local == remote, (args, local, remote)
+    assert _run(server.url, server.read, "--json", "put", str(tree))[0] == 1
+
+
+def test_one_bad_part_stores_no_part(server, store_url):
+    good, other = b"stored only with the rest\n", b"the second part\n"
+    d1, d2 = evstore.digest_bytes(good), evstore.digest_bytes(other)
+    wrong = evstore.digest_bytes(b"something else")
+    head = {"Authorization": f"Bearer {server.ingest}"}
+    first = f"{d1.size} {d1.address}\n".encode() + good
+    bodies = {
+        422: first + f"{d2.size} {wrong.address}\n".encode() + other,
+        400: first + f"{d2.size} {d2.address}\n".encode() + other[:3],
+    }
+    for status, body in bodies.items():
+        r = httpx.post(server.url + "/v1/objects/batch", content=body, headers=head, timeout=30)
+        assert r.status_code == status, r.text
+        code = r.json()["code"]
+        assert code == ("put.digest-mismatch" if status == 422 else "http.request")
+    with evstore.open(store_url) as local:
+        assert local.has([d1.address, d2.address]) == [d1.address, d2.address]
+    r = httpx.post(
+        server.url + "/v1/objects/batch",
+        content=f"{d1.size} {d1.address}\n".encode() + good,
+        headers={"Authorization": f"Bearer {server.read}"},
+        timeout=30,
+    )
+    assert r.status_code == 403
+    with evstore.open(server.url, token=server.ingest) as remote:
+        got = remote.put_many([good, io.BytesIO(other), b""], batch=2)
+        assert [r.digest.address for r in got] == [
+            d1.address,
+            d2.address,
+            evstore.digest_bytes(b"").address,
+        ]
+        assert [r.new for r in got] == [True, True, True]
+        assert [r.new for r in remote.put_many([other, good])] == [False, False]
+    with evstore.open(store_url) as local:
+        assert local.get(d2.address) == other
+        history = json.dumps(local.log.entries())
+        assert d1.address in history
