@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 from ..core.errors import error
 from .base import BlobBackend
 
-__all__ = ["BackendSpec", "INLINE", "open_backend", "parse_spec"]
+__all__ = ["BackendSpec", "INLINE", "open_backend", "parse_spec", "same_place"]
 
 #: The spec of "bytes in the database" (inline rows and chunk rows).
 INLINE = "inline"
@@ -120,6 +120,34 @@ def parse_spec(text: str) -> BackendSpec:
             region=region,
         )
     raise _bad(text, "unknown scheme")
+
+
+def same_place(a: str, b: str) -> bool | None:
+    """Whether two backend specs may name one place (so a key deleted in one is gone in both).
+
+    ``False`` only when they certainly do not: different kinds; two directories that both
+    exist and are not the same directory (``os.path.samefile``: symlinks and bind mounts are
+    one place); two buckets or two prefixes. ``None`` when it cannot be told (a directory
+    that is missing now). Two spellings of one bucket and prefix with other options (an
+    added region, another endpoint) count as one place: a deletion is never risked on a
+    guess (docs/design.md, "Moving bytes between backends").
+
+    Raises:
+        InputError: ``blobs.spec`` for a malformed spec.
+    """
+    x, y = parse_spec(a), parse_spec(b)
+    if x.kind != y.kind:
+        return False
+    if x.kind == INLINE:
+        return True
+    if x.kind == "s3":
+        return x.bucket == y.bucket and x.prefix == y.prefix
+    if x.path == y.path:
+        return True
+    try:
+        return os.path.samefile(x.path, y.path)
+    except OSError:
+        return None
 
 
 _OPENED: dict[str, BlobBackend] = {}

@@ -6,15 +6,17 @@ database stays the only judge of what exists (docs/design.md, "Blob bytes outsid
 database"):
 
 * **Put**: inside the put's transaction, any pending deletion of the key is cancelled first
-  (on PostgreSQL this waits for a deletion worker holding it), then the object is stat'ed and
-  uploaded when absent or of another size, then checked again, and only then is the row
-  inserted. A committed row therefore always has its bytes; a crash before the commit leaves
-  an object no row names, which the orphan sweep removes after the grace period.
+  (on PostgreSQL this waits for a deletion worker holding it), then the object is uploaded
+  (whatever is there), its size checked, and only then is the row inserted. A committed
+  row therefore always has its bytes; a crash before the commit leaves an object no row
+  names, which ``check`` reports after the grace period (``gc`` never deletes it unqueued).
 * **Delete**: the collector deletes rows; for each external row it queues the key in
   ``blob_deletions`` (not before now + ``blobs.deletion_delay_seconds``) in the same
   transaction. :func:`drain_deletions` takes due keys (``FOR UPDATE SKIP LOCKED`` on
   PostgreSQL; SQLite's single writer serialises it), deletes the object only when no row
-  names it, and drops the queue row, in one transaction per batch.
+  needs it (:func:`_still_needed`), and drops the queue row, in one transaction per batch.
+* **Move** (``evstore blobs move``, store/retention/moves.py): the same rule as a put for
+  the copy it makes, then the row repointed and the old copy queued.
 
 A row with bytes outside the database has ``chunk_set = -1`` (:data:`EXTERNAL`) and
 ``stored_in`` = the backend's spec, so every read path that serves inline rows directly
@@ -33,7 +35,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..backends.base import BlobBackend, blob_key
-from ..backends.spec import INLINE, open_backend, parse_spec
+from ..backends.spec import INLINE, open_backend, parse_spec, same_place
 from ..core.digests import Digest
 from ..core.errors import error
 from ..core.settings import setting
@@ -45,6 +47,7 @@ __all__ = [
     "EXTERNAL",
     "Target",
     "backends_in_use",
+    "cancel_deletions",
     "drain_deletions",
     "find_orphans",
     "iter_external",
@@ -251,13 +254,47 @@ def find_orphans(
     return out
 
 
+def _still_needed(conn: Connection, spec: str, key: str) -> bool:
+    """Whether the object ``key`` in ``spec`` may hold the bytes of a row (so is kept).
+
+    The row of the address keeps it when it names a backend that may be the same place as
+    ``spec`` (:func:`~evstore.backends.spec.same_place`: two spellings of one directory or
+    bucket never delete a live row's bytes). A row whose bytes are in the database, or in a
+    backend that is certainly another place (``blobs move`` put them there), does not.
+    """
+    address = key.rsplit("/", 1)[-1]
+    row = conn.execute(sa.select(blobs.c.stored_in).where(blobs.c.address == address)).first()
+    if row is None or row.stored_in is None:
+        return False
+    return same_place(spec, row.stored_in) is not False
+
+
+def cancel_deletions(conn: Connection, spec: str, key: str) -> None:
+    """Cancel the queued deletions of ``key`` in any backend that may be the place ``spec``.
+
+    On PostgreSQL this waits for a drain holding one of them; after it returns no drain
+    can delete the object until this transaction ends, so a stat after it is the truth.
+    """
+    for (queued,) in conn.execute(
+        sa.select(blob_deletions.c.backend).where(blob_deletions.c.key == key)
+    ).all():
+        if same_place(queued, spec) is not False:
+            conn.execute(
+                sa.delete(blob_deletions).where(
+                    blob_deletions.c.backend == queued, blob_deletions.c.key == key
+                )
+            )
+
+
 def drain_deletions(tx: Transactions, *, batch: int = 100, now: _dt.datetime | None = None) -> int:
-    """Delete the due queued objects that no row names; the number of queue rows settled.
+    """Delete the due queued objects no row needs; the number of queue rows settled.
 
     One transaction per ``batch`` keys: the due rows are locked (PostgreSQL: ``FOR UPDATE
     SKIP LOCKED``, so several workers share the queue), each object is deleted from its
     backend only when no blob row names it there (a put since then keeps it), and the
-    queue rows are removed. A failing backend leaves its rows queued for the next run.
+    queue rows are removed. A row keeps its object only where it names that place: after
+    ``blobs move`` the old copy goes (:func:`_still_needed`). A failing backend leaves its
+    rows queued for the next run.
 
     Raises:
         StoreStateError: ``blobs.unreachable`` / ``blobs.backend`` from a backend (the
@@ -277,13 +314,7 @@ def drain_deletions(tx: Transactions, *, batch: int = 100, now: _dt.datetime | N
             q = q.with_for_update(skip_locked=True)
         due = conn.execute(q).all()
         for spec, key in due:
-            address = key.rsplit("/", 1)[-1]
-            # Any row of the address keeps the object: two spellings of one backend (a
-            # symlinked directory, an added region) must never delete a live row's bytes.
-            named = conn.execute(
-                sa.select(blobs.c.address).where(blobs.c.address == address)
-            ).first()
-            if named is None:
+            if not _still_needed(conn, spec, key):
                 open_backend(spec).delete(key)
             conn.execute(
                 sa.delete(blob_deletions).where(
