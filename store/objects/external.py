@@ -107,8 +107,9 @@ def upload(
             has another size after the upload).
     """
     key = blob_key(dg.blake3)
-    # Every queued deletion of this key, whatever spelling of a backend queued it.
-    conn.execute(sa.delete(blob_deletions).where(blob_deletions.c.key == key))
+    # Every queued deletion of this key in this place, whatever spelling queued it; a copy
+    # queued in another place (before a move) stays queued.
+    cancel_deletions(conn, where.spec, key)
     # Always uploaded: an object already there may be damaged, or be an orphan a collector
     # is about to delete; a fresh upload also makes it young again.
     if path is not None:
