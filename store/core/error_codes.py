@@ -523,6 +523,7 @@ STATUS_BY_CODE: Mapping[str, int] = MappingProxyType(
         "http.too-large": 413,
         "http.range": 416,
         "put.digest-mismatch": 422,
+        "blobs.unreachable": 503,
         "http.busy": 503,
         "store.busy": 503,
         "store.timeout": 503,

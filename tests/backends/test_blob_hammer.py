@@ -54,7 +54,7 @@ with evstore.open(url) as store:
             deleted += r.count
             runs += 1
         except evstore.EvstoreError as err:
-            if not err.retryable:
+            if err.code not in ("store.busy", "store.unreachable", "blobs.unreachable"):
                 raise
         time.sleep(0.1)
 print(deleted, runs)
@@ -75,7 +75,7 @@ class Client(threading.Thread):
         self.ops = 0
 
     def _typed(self, err: evstore.EvstoreError, what: str) -> None:
-        if err.code in RETRYABLE or getattr(err, "retryable", False):
+        if err.code in RETRYABLE:
             self.typed[err.code] = self.typed.get(err.code, 0) + 1
         else:
             self.failures.append(f"{what}: {err.code}: {err}")
