@@ -287,8 +287,10 @@ def cancel_deletions(conn: Connection, spec: str, key: str) -> None:
             )
 
 
-def drain_deletions(tx: Transactions, *, batch: int = 100, now: _dt.datetime | None = None) -> int:
-    """Delete the due queued objects no row needs; the number of queue rows settled.
+def drain_deletions(
+    tx: Transactions, *, batch: int = 100, now: _dt.datetime | None = None
+) -> tuple[int, int]:
+    """Delete the due queued objects no row needs.
 
     One transaction per ``batch`` keys: the due rows are locked (PostgreSQL: ``FOR UPDATE
     SKIP LOCKED``, so several workers share the queue), each object is deleted from its
@@ -297,13 +299,17 @@ def drain_deletions(tx: Transactions, *, batch: int = 100, now: _dt.datetime | N
     ``blobs move`` the old copy goes (:func:`_still_needed`). A failing backend leaves its
     rows queued for the next run.
 
+    Returns:
+        ``(queue rows settled, objects deleted from a backend)``; the difference is what a
+        row still needed (kept).
+
     Raises:
         StoreStateError: ``blobs.unreachable`` / ``blobs.backend`` from a backend (the
             batch's transaction rolls back; nothing is lost).
     """
-    settled = 0
+    settled = deleted = 0
 
-    def work(conn: Connection) -> int:
+    def work(conn: Connection) -> tuple[int, int]:
         at = now or _dt.datetime.now(_dt.UTC)
         q = (
             sa.select(blob_deletions.c.backend, blob_deletions.c.key)
@@ -314,18 +320,21 @@ def drain_deletions(tx: Transactions, *, batch: int = 100, now: _dt.datetime | N
         if conn.dialect.name == "postgresql":
             q = q.with_for_update(skip_locked=True)
         due = conn.execute(q).all()
+        gone = 0
         for spec, key in due:
             if not _still_needed(conn, spec, key):
                 open_backend(spec).delete(key)
+                gone += 1
             conn.execute(
                 sa.delete(blob_deletions).where(
                     blob_deletions.c.backend == spec, blob_deletions.c.key == key
                 )
             )
-        return len(due)
+        return len(due), gone
 
     while True:
-        n = tx.run_transaction(work)
+        n, gone = tx.run_transaction(work)
         settled += n
+        deleted += gone
         if n < batch:
-            return settled
+            return settled, deleted

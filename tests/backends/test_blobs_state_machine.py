@@ -139,7 +139,8 @@ class BlobLifecycle(RuleBasedStateMachine):
         queued so far is due.
         """
         at = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=self.now + (DELAY if wait else 0))
-        drain_deletions(self.store.transactions, now=at)
+        settled, deleted = drain_deletions(self.store.transactions, now=at)
+        assert 0 <= deleted <= settled
         # Every object no row needs any more, whose deletion was due, is gone.
         with self.store.db.engine.connect() as conn:
             queued = {r[0] for r in conn.execute(sa.text("SELECT key FROM blob_deletions"))}

@@ -112,7 +112,9 @@ def test_gc_deletes_the_row_then_the_bytes_after_the_delay(s, spec):
     s.set_config("blobs.deletion_delay_seconds", 0)
     with s.db.engine.begin() as conn:  # the queued time passes
         conn.execute(sa.update(blob_deletions).values(not_before=_past()))
-    s.retention.gc()
+    report = s.retention.gc()
+    assert (report.backend_deleted, report.backend_kept) == (1, 0)
+    assert report.to_dict()["backend_deleted"] == 1
     assert _queued(s) == []
     assert backend.stat(key) is None
 
