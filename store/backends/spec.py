@@ -150,12 +150,17 @@ def same_place(a: str, b: str) -> bool | None:
         return None
 
 
-_OPENED: dict[str, BlobBackend] = {}
+_OPENED: dict[tuple[str, float | None], BlobBackend] = {}
 _LOCK = threading.Lock()
 
 
-def open_backend(text: str) -> BlobBackend:
-    """The backend a spec names, opened once per process (``inline`` has none).
+def open_backend(text: str, *, timeout: float | None = None) -> BlobBackend:
+    """The backend a spec names, opened once per process and timeout (``inline`` has none).
+
+    Args:
+        text: the spec.
+        timeout: an S3 backend's connect and read timeout in seconds (the store's
+            ``blobs.timeout_seconds``); None: that setting's default.
 
     Raises:
         InputError: ``blobs.spec`` (a malformed spec, ``inline``, or no S3 client).
@@ -164,8 +169,10 @@ def open_backend(text: str) -> BlobBackend:
     spec = parse_spec(text)
     if spec.kind == INLINE:
         raise _bad(text, "inline bytes live in the database, not in a backend")
+    if spec.kind == "file":
+        timeout = None  # a directory has no timeouts: one backend per spec
     with _LOCK:
-        found = _OPENED.get(spec.text)
+        found = _OPENED.get((spec.text, timeout))
         if found is not None:
             return found
         backend: BlobBackend
@@ -177,7 +184,11 @@ def open_backend(text: str) -> BlobBackend:
             from .s3 import S3Backend
 
             backend = S3Backend(
-                spec.bucket, spec.prefix, endpoint=spec.endpoint, region=spec.region
+                spec.bucket,
+                spec.prefix,
+                endpoint=spec.endpoint,
+                region=spec.region,
+                timeout=timeout,
             )
-        _OPENED[spec.text] = backend
+        _OPENED[(spec.text, timeout)] = backend
         return backend

@@ -85,7 +85,7 @@ def target(conn: Connection) -> Target | None:
     spec = setting(settings, "blobs.backend")
     if spec == INLINE:
         return None
-    backend = open_backend(spec)
+    backend = open_backend(spec, timeout=float(setting(settings, "blobs.timeout_seconds")))
     return Target(backend, spec, int(setting(settings, "blobs.inline_max")))
 
 
@@ -170,13 +170,19 @@ def probe_backend(text: str) -> str:
     return spec.text
 
 
-def iter_external(spec: str, address: str) -> Iterator[bytes]:
+def iter_external(spec: str, address: str, conn: Connection | None = None) -> Iterator[bytes]:
     """The stored bytes of ``address`` in the backend ``spec``, streamed (not verified).
+
+    ``conn``: the reading transaction, whose ``blobs.timeout_seconds`` applies (None: the
+    setting's default).
 
     Raises:
         CorruptionError: ``corruption.blob-missing``. StoreStateError: ``blobs.*``.
     """
-    return open_backend(spec).iter_chunks(blob_key(address))
+    timeout = None
+    if conn is not None:
+        timeout = float(setting(load_settings(conn), "blobs.timeout_seconds"))
+    return open_backend(spec, timeout=timeout).iter_chunks(blob_key(address))
 
 
 def queue_deletions(conn: Connection, doomed: list[tuple[str, str]]) -> None:
