@@ -34,6 +34,10 @@ _RETRY = {
 }
 
 
+#: ``blobs.timeout_seconds``' default: seconds to connect, and between two reads of an answer.
+DEFAULT_TIMEOUT = 5.0
+
+
 class S3Backend:
     """A :class:`~evstore.backends.base.BlobBackend` over ``bucket``, keys under ``prefix``.
 
@@ -42,6 +46,9 @@ class S3Backend:
         prefix: a key prefix inside the bucket ("" for none), without slashes at its ends.
         endpoint: the S3 endpoint URL (None: ``AWS_ENDPOINT_URL`` or AWS itself).
         region: the region (None: ``AWS_REGION`` or the client's default).
+        timeout: seconds to connect and between two reads of an answer (None:
+            :data:`DEFAULT_TIMEOUT`); a hung server is ``blobs.unreachable`` after about
+            twice this.
 
     Raises:
         StoreStateError: ``install.extra-missing`` without the ``s3`` extra (obstore).
@@ -54,6 +61,7 @@ class S3Backend:
         *,
         endpoint: str | None = None,
         region: str | None = None,
+        timeout: float | None = None,
     ) -> None:
         require("s3")
         from obstore.store import S3Store
@@ -66,14 +74,23 @@ class S3Backend:
             config["endpoint"] = endpoint
         if region:
             config["region"] = region
+        wait = _dt.timedelta(seconds=DEFAULT_TIMEOUT if timeout is None else max(timeout, 0.1))
+        retry = {**_RETRY, "retry_timeout": 2 * wait}
         self._store = S3Store(
             bucket,
             prefix=self.prefix or None,
             config=config,  # type: ignore[arg-type]
             # Plain http is allowed for an endpoint named in the spec or in AWS_ENDPOINT_URL
             # (a server on the same host or network); https is used whenever it is named.
-            client_options={"allow_http": True},
-            retry_config=_RETRY,  # type: ignore[arg-type]
+            # A hung server is noticed within `wait` (connect, or between two reads of an
+            # answer); a whole request may take long (a large part of a slow upload).
+            client_options={
+                "allow_http": True,
+                "connect_timeout": wait,
+                "read_timeout": wait,
+                "timeout": _dt.timedelta(minutes=30),
+            },
+            retry_config=retry,  # type: ignore[arg-type]
         )
 
     def _fault(self, what: str, exc: Exception) -> EvstoreError:

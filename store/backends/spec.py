@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 from ..core.errors import error
 from .base import BlobBackend
 
-__all__ = ["BackendSpec", "INLINE", "open_backend", "parse_spec"]
+__all__ = ["BackendSpec", "INLINE", "open_backend", "parse_spec", "same_place"]
 
 #: The spec of "bytes in the database" (inline rows and chunk rows).
 INLINE = "inline"
@@ -122,12 +122,45 @@ def parse_spec(text: str) -> BackendSpec:
     raise _bad(text, "unknown scheme")
 
 
-_OPENED: dict[str, BlobBackend] = {}
+def same_place(a: str, b: str) -> bool | None:
+    """Whether two backend specs may name one place (so a key deleted in one is gone in both).
+
+    ``False`` only when they certainly do not: different kinds; two directories that both
+    exist and are not the same directory (``os.path.samefile``: symlinks and bind mounts are
+    one place); two buckets or two prefixes. ``None`` when it cannot be told (a directory
+    that is missing now). Two spellings of one bucket and prefix with other options (an
+    added region, another endpoint) count as one place: a deletion is never risked on a
+    guess (docs/design.md, "Moving bytes between backends").
+
+    Raises:
+        InputError: ``blobs.spec`` for a malformed spec.
+    """
+    x, y = parse_spec(a), parse_spec(b)
+    if x.kind != y.kind:
+        return False
+    if x.kind == INLINE:
+        return True
+    if x.kind == "s3":
+        return x.bucket == y.bucket and x.prefix == y.prefix
+    if x.path == y.path:
+        return True
+    try:
+        return os.path.samefile(x.path, y.path)
+    except OSError:
+        return None
+
+
+_OPENED: dict[tuple[str, float | None], BlobBackend] = {}
 _LOCK = threading.Lock()
 
 
-def open_backend(text: str) -> BlobBackend:
-    """The backend a spec names, opened once per process (``inline`` has none).
+def open_backend(text: str, *, timeout: float | None = None) -> BlobBackend:
+    """The backend a spec names, opened once per process and timeout (``inline`` has none).
+
+    Args:
+        text: the spec.
+        timeout: an S3 backend's connect and read timeout in seconds (the store's
+            ``blobs.timeout_seconds``); None: that setting's default.
 
     Raises:
         InputError: ``blobs.spec`` (a malformed spec, ``inline``, or no S3 client).
@@ -136,8 +169,10 @@ def open_backend(text: str) -> BlobBackend:
     spec = parse_spec(text)
     if spec.kind == INLINE:
         raise _bad(text, "inline bytes live in the database, not in a backend")
+    if spec.kind == "file":
+        timeout = None  # a directory has no timeouts: one backend per spec
     with _LOCK:
-        found = _OPENED.get(spec.text)
+        found = _OPENED.get((spec.text, timeout))
         if found is not None:
             return found
         backend: BlobBackend
@@ -149,7 +184,11 @@ def open_backend(text: str) -> BlobBackend:
             from .s3 import S3Backend
 
             backend = S3Backend(
-                spec.bucket, spec.prefix, endpoint=spec.endpoint, region=spec.region
+                spec.bucket,
+                spec.prefix,
+                endpoint=spec.endpoint,
+                region=spec.region,
+                timeout=timeout,
             )
-        _OPENED[spec.text] = backend
+        _OPENED[(spec.text, timeout)] = backend
         return backend

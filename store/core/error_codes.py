@@ -539,6 +539,7 @@ STATUS_BY_CODE: Mapping[str, int] = MappingProxyType(
         "http.range": 416,
         "put.digest-mismatch": 422,
         "log.server-no-key": 409,
+        "blobs.unreachable": 503,
         "http.busy": 503,
         "store.busy": 503,
         "store.timeout": 503,

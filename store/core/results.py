@@ -275,6 +275,10 @@ class GcReport:
             referred to, rooted or leased them meanwhile, or held their row).
         seconds: wall time of the run.
         vacuumed: True when SQLite's VACUUM ran afterwards (``--vacuum``).
+        backend_deleted: objects deleted from a blob backend by this run's drain of the
+            deletion queue (rows collected earlier, once their delay passed; issue 25).
+        backend_kept: queued deletions this run dropped because a row needs the object
+            again (a put of the same bytes since).
     """
 
     dry_run: bool
@@ -285,6 +289,8 @@ class GcReport:
     skipped: int = 0
     seconds: float = 0.0
     vacuumed: bool = False
+    backend_deleted: int = 0
+    backend_kept: int = 0
 
     @property
     def count(self) -> int:
@@ -307,6 +313,8 @@ class GcReport:
             "skipped": self.skipped,
             "seconds": round(self.seconds, 3),
             "vacuumed": self.vacuumed,
+            "backend_deleted": self.backend_deleted,
+            "backend_kept": self.backend_kept,
             "objects": self.objects,
             "leased": self.leased,
         }
@@ -330,4 +338,6 @@ class GcReport:
             int(d.get("skipped", 0)),
             float(d.get("seconds", 0.0)),
             bool(d.get("vacuumed", False)),
+            int(d.get("backend_deleted", 0)),
+            int(d.get("backend_kept", 0)),
         )

@@ -62,6 +62,14 @@ SETTINGS: dict[str, Setting] = {
             "bytes before its row commits).",
         ),
         Setting(
+            "blobs.timeout_seconds",
+            int,
+            5,
+            "Seconds an S3 blob backend may take to connect, and to send the next bytes of an "
+            "answer, before the request is retried; a hung object server is blobs.unreachable "
+            "(retryable) after about twice this.",
+        ),
+        Setting(
             "blobs.inline_max",
             int,
             1 << 20,

@@ -42,7 +42,7 @@ from ..objects.artifacts import (
     list_artifacts,
     warnings_of,
 )
-from ..objects.blob_batches import expecting, put_stream_many, rereadable
+from ..objects.blob_batches import put_expecting, put_stream_many, rereadable
 from ..objects.external import EXTERNAL, make_backend_dir, probe_backend
 from ..objects.kinds import check_kind, lookup_value
 from ..objects.leases import LEASE_SETTING, cap_leases
@@ -274,13 +274,14 @@ class Store:
         self._live()
         wanted = parse_ref(expect) if expect is not None else None
 
-        checked = expecting(wanted, expect)
-
         if isinstance(data, (bytes, bytearray, memoryview)):
             raw = bytes(data)
-            return self.db.run_transaction(lambda conn: checked(_blobs.put_bytes(conn, raw)))
+            return put_expecting(
+                self.transactions, lambda c: _blobs.put_bytes(c, raw), wanted, expect
+            )
         stream = rereadable(data)
-        return self.db.run_transaction(lambda conn: checked(_blobs.put_stream(conn, stream())))
+        put = lambda c: _blobs.put_stream(c, stream())  # noqa: E731
+        return put_expecting(self.transactions, put, wanted, expect)
 
     def put_many(
         self,

@@ -13,11 +13,21 @@ from typing import Any, BinaryIO
 
 import sqlalchemy as sa
 
-from ..core.errors import error
+from ..core.errors import EvstoreError, error
 from ..core.refs import ContentRef
+from ..db.tables import blobs as _blob_rows
+from ..db.transactions import Transactions
 from . import blobs as _blobs
+from . import external
 
-__all__ = ["PUT_CHUNK", "expecting", "item_bytes", "put_stream_many", "rereadable"]
+__all__ = [
+    "PUT_CHUNK",
+    "expecting",
+    "item_bytes",
+    "put_expecting",
+    "put_stream_many",
+    "rereadable",
+]
 
 #: A path larger than this (bytes) is streamed by itself instead of read into a chunk.
 _READ_WHOLE_MAX = 8 << 20
@@ -129,6 +139,43 @@ def expecting(
         return res
 
     return check
+
+
+def put_expecting(
+    tx: Transactions,
+    put: Callable[[sa.Connection], _blobs.PutResult],
+    wanted: ContentRef | None,
+    expect: str | None,
+) -> _blobs.PutResult:
+    """Run ``put`` in one transaction, checked against ``expect`` (:func:`expecting`).
+
+    A mismatch rolls the transaction back; when the put had uploaded new bytes to a blob
+    backend, that object is queued for deletion in a transaction of its own (the drain
+    deletes it after ``blobs.deletion_delay_seconds`` unless a row needs it by then), so a
+    refused put leaves no orphan (issue 25).
+
+    Raises:
+        InputError: ``put.digest-mismatch``, and what ``put`` raises.
+    """
+    checked = expecting(wanted, expect)
+    uploaded: list[tuple[str, str]] = []
+
+    def work(conn: sa.Connection) -> _blobs.PutResult:
+        uploaded.clear()
+        res = put(conn)
+        if wanted is not None and res.new:
+            q = sa.select(_blob_rows.c.stored_in).where(_blob_rows.c.address == res.digest.blake3)
+            spec = conn.execute(q).scalar()
+            if spec is not None:
+                uploaded.append((res.digest.blake3, spec))
+        return checked(res)
+
+    try:
+        return tx.run_transaction(work)
+    except EvstoreError as err:
+        if err.code == "put.digest-mismatch" and uploaded:
+            tx.run_transaction(lambda conn: external.queue_deletions(conn, uploaded))
+        raise
 
 
 class rereadable:  # lower case: used like a function, as one_shot is

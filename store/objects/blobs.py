@@ -140,7 +140,7 @@ def _iter_raw(conn: Connection, address: str) -> Iterator[bytes]:
     if r is None:
         raise NotFound(f"no blob blake3:{address}", code="not-found.blob")
     if r.stored_in is not None:
-        yield from external.iter_external(r.stored_in, address)
+        yield from external.iter_external(r.stored_in, address, conn)
         return
     if r.chunk_set is None:
         yield b"" if r.data is None else as_bytes(r.data, address)

@@ -6,15 +6,17 @@ database stays the only judge of what exists (docs/design.md, "Blob bytes outsid
 database"):
 
 * **Put**: inside the put's transaction, any pending deletion of the key is cancelled first
-  (on PostgreSQL this waits for a deletion worker holding it), then the object is stat'ed and
-  uploaded when absent or of another size, then checked again, and only then is the row
-  inserted. A committed row therefore always has its bytes; a crash before the commit leaves
-  an object no row names, which the orphan sweep removes after the grace period.
+  (on PostgreSQL this waits for a deletion worker holding it), then the object is uploaded
+  (whatever is there), its size checked, and only then is the row inserted. A committed
+  row therefore always has its bytes; a crash before the commit leaves an object no row
+  names, which ``check`` reports after the grace period (``gc`` never deletes it unqueued).
 * **Delete**: the collector deletes rows; for each external row it queues the key in
   ``blob_deletions`` (not before now + ``blobs.deletion_delay_seconds``) in the same
   transaction. :func:`drain_deletions` takes due keys (``FOR UPDATE SKIP LOCKED`` on
   PostgreSQL; SQLite's single writer serialises it), deletes the object only when no row
-  names it, and drops the queue row, in one transaction per batch.
+  needs it (:func:`_still_needed`), and drops the queue row, in one transaction per batch.
+* **Move** (``evstore blobs move``, store/retention/moves.py): the same rule as a put for
+  the copy it makes, then the row repointed and the old copy queued.
 
 A row with bytes outside the database has ``chunk_set = -1`` (:data:`EXTERNAL`) and
 ``stored_in`` = the backend's spec, so every read path that serves inline rows directly
@@ -33,7 +35,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..backends.base import BlobBackend, blob_key
-from ..backends.spec import INLINE, open_backend, parse_spec
+from ..backends.spec import INLINE, open_backend, parse_spec, same_place
 from ..core.digests import Digest
 from ..core.errors import error
 from ..core.settings import setting
@@ -45,6 +47,7 @@ __all__ = [
     "EXTERNAL",
     "Target",
     "backends_in_use",
+    "cancel_deletions",
     "drain_deletions",
     "find_orphans",
     "iter_external",
@@ -82,7 +85,7 @@ def target(conn: Connection) -> Target | None:
     spec = setting(settings, "blobs.backend")
     if spec == INLINE:
         return None
-    backend = open_backend(spec)
+    backend = open_backend(spec, timeout=float(setting(settings, "blobs.timeout_seconds")))
     return Target(backend, spec, int(setting(settings, "blobs.inline_max")))
 
 
@@ -104,8 +107,9 @@ def upload(
             has another size after the upload).
     """
     key = blob_key(dg.blake3)
-    # Every queued deletion of this key, whatever spelling of a backend queued it.
-    conn.execute(sa.delete(blob_deletions).where(blob_deletions.c.key == key))
+    # Every queued deletion of this key in this place, whatever spelling queued it; a copy
+    # queued in another place (before a move) stays queued.
+    cancel_deletions(conn, where.spec, key)
     # Always uploaded: an object already there may be damaged, or be an orphan a collector
     # is about to delete; a fresh upload also makes it young again.
     if path is not None:
@@ -166,13 +170,19 @@ def probe_backend(text: str) -> str:
     return spec.text
 
 
-def iter_external(spec: str, address: str) -> Iterator[bytes]:
+def iter_external(spec: str, address: str, conn: Connection | None = None) -> Iterator[bytes]:
     """The stored bytes of ``address`` in the backend ``spec``, streamed (not verified).
+
+    ``conn``: the reading transaction, whose ``blobs.timeout_seconds`` applies (None: the
+    setting's default).
 
     Raises:
         CorruptionError: ``corruption.blob-missing``. StoreStateError: ``blobs.*``.
     """
-    return open_backend(spec).iter_chunks(blob_key(address))
+    timeout = None
+    if conn is not None:
+        timeout = float(setting(load_settings(conn), "blobs.timeout_seconds"))
+    return open_backend(spec, timeout=timeout).iter_chunks(blob_key(address))
 
 
 def queue_deletions(conn: Connection, doomed: list[tuple[str, str]]) -> None:
@@ -251,21 +261,61 @@ def find_orphans(
     return out
 
 
-def drain_deletions(tx: Transactions, *, batch: int = 100, now: _dt.datetime | None = None) -> int:
-    """Delete the due queued objects that no row names; the number of queue rows settled.
+def _still_needed(conn: Connection, spec: str, key: str) -> bool:
+    """Whether the object ``key`` in ``spec`` may hold the bytes of a row (so is kept).
+
+    The row of the address keeps it when it names a backend that may be the same place as
+    ``spec`` (:func:`~evstore.backends.spec.same_place`: two spellings of one directory or
+    bucket never delete a live row's bytes). A row whose bytes are in the database, or in a
+    backend that is certainly another place (``blobs move`` put them there), does not.
+    """
+    address = key.rsplit("/", 1)[-1]
+    row = conn.execute(sa.select(blobs.c.stored_in).where(blobs.c.address == address)).first()
+    if row is None or row.stored_in is None:
+        return False
+    return same_place(spec, row.stored_in) is not False
+
+
+def cancel_deletions(conn: Connection, spec: str, key: str) -> None:
+    """Cancel the queued deletions of ``key`` in any backend that may be the place ``spec``.
+
+    On PostgreSQL this waits for a drain holding one of them; after it returns no drain
+    can delete the object until this transaction ends, so a stat after it is the truth.
+    """
+    for (queued,) in conn.execute(
+        sa.select(blob_deletions.c.backend).where(blob_deletions.c.key == key)
+    ).all():
+        if same_place(queued, spec) is not False:
+            conn.execute(
+                sa.delete(blob_deletions).where(
+                    blob_deletions.c.backend == queued, blob_deletions.c.key == key
+                )
+            )
+
+
+def drain_deletions(
+    tx: Transactions, *, batch: int = 100, now: _dt.datetime | None = None
+) -> tuple[int, int]:
+    """Delete the due queued objects no row needs.
 
     One transaction per ``batch`` keys: the due rows are locked (PostgreSQL: ``FOR UPDATE
     SKIP LOCKED``, so several workers share the queue), each object is deleted from its
     backend only when no blob row names it there (a put since then keeps it), and the
-    queue rows are removed. A failing backend leaves its rows queued for the next run.
+    queue rows are removed. A row keeps its object only where it names that place: after
+    ``blobs move`` the old copy goes (:func:`_still_needed`). A failing backend leaves its
+    rows queued for the next run.
+
+    Returns:
+        ``(queue rows settled, objects deleted from a backend)``; the difference is what a
+        row still needed (kept).
 
     Raises:
         StoreStateError: ``blobs.unreachable`` / ``blobs.backend`` from a backend (the
             batch's transaction rolls back; nothing is lost).
     """
-    settled = 0
+    settled = deleted = 0
 
-    def work(conn: Connection) -> int:
+    def work(conn: Connection) -> tuple[int, int]:
         at = now or _dt.datetime.now(_dt.UTC)
         q = (
             sa.select(blob_deletions.c.backend, blob_deletions.c.key)
@@ -276,24 +326,21 @@ def drain_deletions(tx: Transactions, *, batch: int = 100, now: _dt.datetime | N
         if conn.dialect.name == "postgresql":
             q = q.with_for_update(skip_locked=True)
         due = conn.execute(q).all()
+        gone = 0
         for spec, key in due:
-            address = key.rsplit("/", 1)[-1]
-            # Any row of the address keeps the object: two spellings of one backend (a
-            # symlinked directory, an added region) must never delete a live row's bytes.
-            named = conn.execute(
-                sa.select(blobs.c.address).where(blobs.c.address == address)
-            ).first()
-            if named is None:
+            if not _still_needed(conn, spec, key):
                 open_backend(spec).delete(key)
+                gone += 1
             conn.execute(
                 sa.delete(blob_deletions).where(
                     blob_deletions.c.backend == spec, blob_deletions.c.key == key
                 )
             )
-        return len(due)
+        return len(due), gone
 
     while True:
-        n = tx.run_transaction(work)
+        n, gone = tx.run_transaction(work)
         settled += n
+        deleted += gone
         if n < batch:
-            return settled
+            return settled, deleted

@@ -300,7 +300,9 @@ def collect(
         # Bytes in a blob backend whose rows went earlier, once their delay has passed.
         # Objects no row names (abandoned uploads) are reported by `check`, never deleted
         # here: a concurrent put may be reusing one (docs/design.md).
-        drain_deletions(db)
+        settled, deleted = drain_deletions(db)
+        report.backend_deleted = deleted
+        report.backend_kept = settled - deleted
     report.seconds = time.monotonic() - started
     return report
 

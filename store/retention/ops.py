@@ -40,6 +40,8 @@ from ..objects.leases import (
 )
 from .audit import AuditOptions, AuditRun, audit_history, run_audit
 from .gc import GcReport, collect, vacuum
+from .moves import BATCH as MOVE_BATCH
+from .moves import MoveReport, move_blobs
 
 __all__ = ["RetentionOps", "parse_until"]
 
@@ -355,6 +357,34 @@ class RetentionOps:
         if vacuum_after and not dry_run:
             report.vacuumed = vacuum(self._db)
         return report
+
+    def move_blobs(
+        self,
+        to: str,
+        *,
+        batch: int = MOVE_BATCH,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> MoveReport:
+        """Move every blob's bytes to the blob backend ``to`` (store/retention/moves.py).
+
+        Resumable: run it again after an
+        interruption; nothing is lost at any point. Old copies in a backend are queued for
+        deletion and deleted by :meth:`gc` after ``blobs.deletion_delay_seconds``.
+
+        Args:
+            to: ``inline``, ``file:DIR`` or ``s3://BUCKET/PREFIX``; it becomes
+                ``blobs.backend`` first (new writes go there).
+            batch: blobs per repoint transaction.
+            progress: ``progress(moved so far, blobs to move found at the start)``.
+
+        Returns:
+            The :class:`~evstore.retention.moves.MoveReport`.
+
+        Raises:
+            InputError: ``blobs.spec``, ``input.invalid``. StoreStateError:
+                ``blobs.unreachable`` (retryable), ``blobs.backend``.
+        """
+        return move_blobs(self._db, to, batch=batch, progress=progress)
 
     def audit(
         self,

@@ -182,3 +182,22 @@ def test_a_spec_that_would_not_read_back_the_same_is_refused(text):
     with pytest.raises(evstore.InputError) as info:
         parse_spec(text)
     assert info.value.code == "blobs.spec"
+
+
+def test_a_hung_s3_server_is_unreachable_within_the_timeout_setting():
+    """A server that accepts connections and never answers (a hung process) is
+    ``blobs.unreachable`` after about twice ``blobs.timeout_seconds``, not obstore's 30 s
+    request timeout (the bound below only guards against that hang).
+    """
+    import socket
+
+    with socket.socket() as hung:
+        hung.bind(("127.0.0.1", 0))
+        hung.listen(8)  # connections complete in the kernel's backlog; nothing answers
+        port = hung.getsockname()[1]
+        b = open_backend(f"s3://evstore-hung/x?endpoint=http://127.0.0.1:{port}", timeout=0.5)
+        started = time.monotonic()
+        with pytest.raises(evstore.StoreStateError) as info:
+            b.stat(blob_key(ADDR))
+        assert info.value.code == "blobs.unreachable"
+        assert time.monotonic() - started < 20

@@ -112,7 +112,9 @@ def test_gc_deletes_the_row_then_the_bytes_after_the_delay(s, spec):
     s.set_config("blobs.deletion_delay_seconds", 0)
     with s.db.engine.begin() as conn:  # the queued time passes
         conn.execute(sa.update(blob_deletions).values(not_before=_past()))
-    s.retention.gc()
+    report = s.retention.gc()
+    assert (report.backend_deleted, report.backend_kept) == (1, 0)
+    assert report.to_dict()["backend_deleted"] == 1
     assert _queued(s) == []
     assert backend.stat(key) is None
 
@@ -206,3 +208,25 @@ def test_a_missing_backend_object_is_missing_to_has(s, spec):
     res = s.put(os.urandom(2 * INLINE_MAX))
     open_backend(spec).delete(blob_key(res.digest.blake3))
     assert s.has([res.digest.address]) == [res.digest.address]
+
+
+def test_a_put_refused_by_expect_leaves_no_orphan(s, spec):
+    backend = open_backend(spec)
+    s.set_config("blobs.deletion_delay_seconds", 0)
+    s.set_config("blobs.orphan_grace_seconds", 0)
+    data = os.urandom(3 * INLINE_MAX)
+    key = blob_key(evstore.digest_bytes(data).blake3)
+    wrong = evstore.digest_bytes(b"other bytes")
+    for expect in (wrong.address, "sha256:" + wrong.sha256):
+        with pytest.raises(evstore.InputError) as info:
+            s.put(data, expect=expect)
+        assert info.value.code == "put.digest-mismatch"
+        assert _row(s, key.rsplit("/", 1)[-1]) is None
+        assert _queued(s) == [key]  # the uploaded object waits for the drain
+    with s.db.engine.begin() as conn:
+        conn.execute(sa.update(blob_deletions).values(not_before=_past()))
+    assert s.retention.gc().backend_deleted == 1
+    assert backend.stat(key) is None
+    assert list(s.check()) == []
+    assert s.put(data, expect=evstore.digest_bytes(data).address).new  # a right expect stores
+    assert s.get(evstore.digest_bytes(data).address) == data

@@ -793,6 +793,8 @@ def test_gc_and_closure_answers_are_the_library_types_and_their_json():
         "skipped": 0,
         "seconds": 0.012,
         "vacuumed": False,
+        "backend_deleted": 0,
+        "backend_kept": 0,
         "objects": [{"address": ADDRESS, "size": 6}],
         "leased": [],
     }
