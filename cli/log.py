@@ -37,6 +37,8 @@ def _key_path(store: evstore.Store, given: str | None) -> str | None:
 def _print_status(r: dict[str, Any]) -> None:
     cp = r["checkpoint"]
     click.echo(f"entries: {r['size']}")
+    if r.get("pending"):
+        click.echo(f"queued (not in the tree yet): {r['pending']} (evstore log integrate)")
     click.echo(f"verifier key: {r['vkey'] or '(none: evstore log init-key)'}")
     if cp is None:
         click.echo("no signed checkpoint yet (evstore log checkpoint)")
@@ -132,6 +134,38 @@ def checkpoint(ctx: Ctx, key_file: str | None) -> None:
     emit(ctx, r, lambda _: click.echo(r["note"], nl=False))
 
 
+@log.command("integrate")
+@click.option(
+    "--key",
+    "key_file",
+    default=None,
+    help=f"Then sign a checkpoint with this private key file (else ${KEY_ENV}, log.key_file).",
+)
+@click.option("--no-sign", is_flag=True, help="Only integrate, even when a key is configured.")
+@pass_ctx
+def integrate(ctx: Ctx, key_file: str | None, no_sign: bool) -> None:
+    """Give queued log entries their indices and add them to the tree; then sign.
+
+    Every accepted write queues its entries in its own transaction; this command (and
+    `evstore serve` in the background, and `evstore log checkpoint`) adds them to the
+    tree in batches, one integrator at a time (docs/log.md). With a key (--key,
+    $EVSTORE_LOG_KEY or the log.key_file setting) a checkpoint is signed after.
+
+    Exit codes: 0 ok; 1 log.inconsistent, log.no-key, log.key-mismatch, log.key-file,
+    checkpoint.key, corruption.log, store errors.
+    """
+    with open_store(ctx) as store:
+        path = None if no_sign else _key_path(store, key_file)
+        r = store.log.integrate(path)
+
+    def human(_: Any) -> None:
+        click.echo(f"integrated {r['integrated']}; tree size {r['size']}; queued {r['pending']}")
+        if r["checkpoint"] is not None:
+            click.echo(r["checkpoint"]["note"], nl=False)
+
+    emit(ctx, r, human)
+
+
 @click.command()
 @click.argument("args", nargs=-1)
 @click.option("--index", type=click.IntRange(min=0), default=None, help="Prove this entry.")
@@ -154,7 +188,8 @@ def prove(
     Writes the proof file: C2SP tlog-proof text (inclusion) or JSON (consistency), each
     carrying the signed checkpoint it was computed at. `evstore verify-proof` checks it.
 
-    Exit codes: 0 ok; 1 log.no-checkpoint, log.not-logged, log.range, ref.syntax; 2 usage.
+    Exit codes: 0 ok; 1 log.no-checkpoint, log.not-logged, log.not-integrated, log.range,
+    ref.syntax; 2 usage.
     """  # noqa: D205 - the help text
     if len(args) > 1:
         raise click.UsageError("prove takes one REF (or NEW with --consistency)")

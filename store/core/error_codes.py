@@ -486,6 +486,8 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
      "no signed checkpoint (at that size) to serve a proof with"),
     ("log.not-logged", "not-found", "docs/log.md#proofs",
      "no log entry for that ref within the latest checkpoint"),
+    ("log.not-integrated", "not-found", "docs/log.md#sequencing-and-integration",
+     "the entry is logged but not in the tree yet: integrate (and sign) first"),
     ("log.inconsistent", "corruption", "RFC 9162 section 2.1.4",
      "the log's tree is not consistent with its previous checkpoint: nothing signed"),
     ("corruption.log", "corruption", "RFC 9162 section 2.1", "a stored log subtree is missing"),

@@ -37,7 +37,7 @@ from ..core.digests import digest_bytes
 from ..core.errors import InputError, error
 from ..core.refs import parse_ref
 from ..core.times import utc_text
-from ..db.tables import blobs, log_checkpoints, log_entries, log_keys
+from ..db.tables import blobs, log_checkpoints, log_entries, log_keys, log_queue
 from ..db.transactions import Transactions
 from ..objects.log_entries import (
     LOG_LOCK,
@@ -62,6 +62,7 @@ from ..tlog.checkpoint import (
     verify_checkpoint,
     verify_tlog_proof,
 )
+from .integrate import DEFAULT_LIMIT, integrate_round, pending_count
 
 __all__ = ["CONSISTENCY_FORMAT", "LogOps", "verify_proof"]
 
@@ -136,6 +137,15 @@ def _key_path(path: str | os.PathLike[str] | None) -> str:
     return os.fspath(path)
 
 
+def _read_signer(key_path: str | os.PathLike[str] | None) -> Signer:
+    """The log's private key from its file (``log.key-file``, ``checkpoint.key``)."""
+    path = _key_path(key_path)
+    try:
+        return read_private_key(path)
+    except OSError as exc:
+        raise error("log.key-file", f"cannot read {path}: {exc.strerror}", path=path) from None
+
+
 class LogOps:
     """The log of one :class:`~evstore.facade.api.Store` (``store.log``)."""
 
@@ -200,9 +210,9 @@ class LogOps:
 
     # -- checkpoints ----------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
-        """The log now: ``{"size": entries, "root": base64 MTH, "vkey": str|None,
-        "checkpoint": the latest signed checkpoint (size, root, origin, note, signed_at) or
-        None}``, from one snapshot.
+        """The log now: ``{"size": entries in the tree, "pending": entries queued for the
+        integrator, "root": base64 MTH, "vkey": str|None, "checkpoint": the latest signed
+        checkpoint (size, root, origin, note, signed_at) or None}``, from one snapshot.
         """  # noqa: D205
         with self._tx.read() as conn:
             size = log_size(conn)
@@ -210,15 +220,63 @@ class LogOps:
             row = _latest(conn)
             return {
                 "size": size,
+                "pending": pending_count(conn),
                 "root": _b64(root_at(conn, size)),
                 "vkey": None if verifier is None else verifier.vkey(),
                 "checkpoint": None if row is None else _checkpoint_dict(row, verifier),
             }
 
-    def checkpoint(self, key_path: str | os.PathLike[str] | None) -> dict[str, Any]:
-        """Sign a checkpoint of the log as it is now, after checking it extends the last one.
+    def integrate(
+        self,
+        key_path: str | os.PathLike[str] | None = None,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        max_rounds: int = 10_000,
+    ) -> dict[str, Any]:
+        """Give every queued entry its index and add it to the tree; then sign, given a key.
 
-        The new tree must be consistent with the previous checkpoint (an RFC 9162 2.1.4
+        Rounds of at most about ``limit`` entries, one transaction each
+        (store/log/integrate.py), until the queue is empty or ``max_rounds`` ran. One
+        integrator runs at a time across processes (the log's lock); a crash loses no
+        entry and the next call completes the work (docs/log.md, "Sequencing and
+        integration").
+
+        Args:
+            key_path: the log's private key file: after integrating, sign a checkpoint
+                (:meth:`checkpoint`); None signs nothing.
+            limit: entries per round (>= 1).
+            max_rounds: the most rounds this call runs (>= 1).
+
+        Returns:
+            ``{"integrated": entries added, "size": the tree size, "pending": entries still
+            queued when the last round committed, "checkpoint": as :meth:`checkpoint` or
+            None}``.
+
+        Raises:
+            As :meth:`checkpoint` (with a key); CorruptionError: ``corruption.log``.
+        """
+        signer = None if key_path is None else _read_signer(key_path)
+        total, size = 0, 0
+        for _ in range(max(1, max_rounds)):
+            done = self._tx.run_transaction(lambda conn: integrate_round(conn, limit))
+            total += int(done["integrated"])
+            size = int(done["size"])
+            if not done["integrated"]:
+                break
+        with self._tx.read() as conn:
+            pending = pending_count(conn)
+        signed = None
+        if signer is not None:
+            signed = self._tx.run_transaction(lambda conn: _sign(conn, signer))
+            size = max(size, int(signed["size"]))
+        return {"integrated": total, "size": size, "pending": pending, "checkpoint": signed}
+
+    def checkpoint(self, key_path: str | os.PathLike[str] | None) -> dict[str, Any]:
+        """Integrate the queued entries, then sign a checkpoint of the tree if it extends the last.
+
+        The queue is integrated first (:meth:`integrate`), so every write acknowledged
+        before the call is in the tree signed. The new tree must be consistent with the
+        previous checkpoint (an RFC 9162 2.1.4
         consistency proof computed from the stored subtrees and verified against the
         previous signed root) before anything is signed. When the log has not grown the
         previous checkpoint is returned (``"new": False``).
@@ -232,11 +290,8 @@ class LogOps:
             CorruptionError: ``log.inconsistent`` (nothing signed), ``check.log-checkpoint``
                 (the previous checkpoint does not verify), ``corruption.log``.
         """
-        path = _key_path(key_path)
-        try:
-            signer = read_private_key(path)
-        except OSError as exc:
-            raise error("log.key-file", f"cannot read {path}: {exc.strerror}", path=path) from None
+        signer = _read_signer(key_path)
+        self.integrate()
         return self._tx.run_transaction(lambda conn: _sign(conn, signer))  # type: ignore[no-any-return]
 
     def latest(self) -> dict[str, Any] | None:
@@ -402,10 +457,27 @@ def _entry_index(
             sa.select(log_entries.c.idx).where(log_entries.c.address == address).limit(1)
         ).first()
         hint = "; sign a newer checkpoint first" if later is not None else ""
+        if later is None and _queued(conn, str(address)):
+            raise error(
+                "log.not-integrated",
+                f"the entry for {ref} is logged but not in the tree yet: run"
+                " `evstore log integrate` (or `evstore log checkpoint`)",
+                ref=ref,
+            )
         raise error(
             "log.not-logged", f"no entry for {ref} in the checkpoint of size {size}{hint}", ref=ref
         )
     return int(found)
+
+
+def _queued(conn: Connection, address: str) -> bool:
+    """Whether an entry naming ``address`` waits in the integrator's queue."""
+    return (
+        conn.execute(
+            sa.select(log_queue.c.batch).where(log_queue.c.address == address).limit(1)
+        ).first()
+        is not None
+    )
 
 
 def _sign(conn: Connection, signer: Signer) -> dict[str, Any]:
