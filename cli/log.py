@@ -166,6 +166,27 @@ def integrate(ctx: Ctx, key_file: str | None, no_sign: bool) -> None:
     emit(ctx, r, human)
 
 
+@log.group("tiles")
+def tiles() -> None:
+    """The log as C2SP tlog-tiles (docs/log.md#tiles)."""
+
+
+@tiles.command("export")
+@click.argument("directory")
+@pass_ctx
+def tiles_export(ctx: Ctx, directory: str) -> None:
+    """Write checkpoint and tile/... at the latest signed checkpoint under DIRECTORY.
+
+    Incremental: full tiles already written are kept; the checkpoint is replaced last. Serve
+    DIRECTORY as static files (full tiles immutable, the rest short-lived).
+
+    Exit codes: 0 ok; 1 log.no-checkpoint, corruption.log, store errors.
+    """
+    with open_store(ctx) as store:
+        r = store.log.export_tiles(directory)
+    emit(ctx, r, f"size {r['size']}: wrote {r['written']} files, kept {r['kept']} full tiles")
+
+
 @click.command()
 @click.argument("args", nargs=-1)
 @click.option("--index", type=click.IntRange(min=0), default=None, help="Prove this entry.")
@@ -216,21 +237,46 @@ def prove(
 
 
 @click.command("verify-proof")
-@click.argument("file")
+@click.argument("file", required=False)
 @click.option("--key", "vkey", required=True, help="The log's verifier key, or a file holding it.")
 @click.option("--content", default=None, help="The object's bytes: the entry must name them.")
+@click.option(
+    "--tiles",
+    "tiles_from",
+    default=None,
+    metavar="URL|DIR",
+    help="Instead of FILE: verify entry --index from a tlog-tiles URL prefix or directory.",
+)
+@click.option("--index", type=click.IntRange(min=0), default=None, help="The entry (--tiles).")
 @pass_ctx
-def verify_proof(ctx: Ctx, file: str, vkey: str, content: str | None) -> None:
+def verify_proof(
+    ctx: Ctx,
+    file: str | None,
+    vkey: str,
+    content: str | None,
+    tiles_from: str | None,
+    index: int | None,
+) -> None:
     """Verify a proof file from `evstore prove`, with no store: signature, proof, content.
 
+    With --tiles URL|DIR --index N instead of FILE: fetch the checkpoint and tiles, rebuild
+    the signed root from them and verify entry N's inclusion (docs/log.md#tiles).
+
     Exit codes: 0 verified; 1 checkpoint.*, tlog-proof.*, log.consistency,
-    log.content-mismatch, log.proof-malformed, input.unreadable.
+    log.content-mismatch, log.proof-malformed, tiles.malformed, tiles.missing,
+    input.unreadable; 2 usage.
     """
     if "+" not in vkey and Path(vkey).is_file():
         vkey = read_input(vkey, limit=64 << 10).decode("utf-8", "replace").strip()
-    data = read_input(file, limit=PROOF_MAX)
     body = read_input(content) if content is not None else None
-    r = evstore.verify_log_proof(data, vkey, body)
+    if (file is None) == (tiles_from is None) or (tiles_from is None) != (index is None):
+        raise click.UsageError("verify-proof takes FILE, or --tiles URL|DIR with --index N")
+    if tiles_from is not None:
+        assert index is not None
+        r = evstore.verify_log_tiles(tiles_from, vkey, index, body)
+    else:
+        assert file is not None
+        r = evstore.verify_log_proof(read_input(file, limit=PROOF_MAX), vkey, body)
     if r["type"] == "inclusion":
         line = f"ok: entry {r['index']} is in {r['origin']} at size {r['size']}"
         if r["content"]:

@@ -33,7 +33,6 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..core.digests import digest_bytes
 from ..core.errors import InputError, error
 from ..core.refs import parse_ref
 from ..core.times import utc_text
@@ -63,6 +62,7 @@ from ..tlog.checkpoint import (
     verify_tlog_proof,
 )
 from .integrate import DEFAULT_LIMIT, integrate_round, pending_count
+from .tiles import content_matches, export_tiles, read_tile
 
 __all__ = ["CONSISTENCY_FORMAT", "LogOps", "verify_proof"]
 
@@ -298,6 +298,23 @@ class LogOps:
         """The latest signed checkpoint (as in :meth:`status`), or None."""
         return self.status()["checkpoint"]  # type: ignore[no-any-return]
 
+    # -- tiles (C2SP tlog-tiles, store/log/tiles.py) ---------------------------------------
+    def tile(self, path: str) -> tuple[bytes, bool]:
+        """Resource ``tile/...`` at the latest checkpoint and whether it is full (immutable).
+
+        Raises:
+            InputError: ``tiles.malformed``. NotFound: ``tiles.missing``.
+        """
+        return read_tile(self._tx, path)
+
+    def export_tiles(self, directory: str | os.PathLike[str]) -> dict[str, Any]:
+        """Write ``checkpoint`` and the tiles under ``directory``, incrementally.
+
+        Returns ``{"size", "written", "kept", "directory"}``; raises NotFound
+        ``log.no-checkpoint`` (see :func:`evstore.log.tiles.export_tiles`).
+        """
+        return export_tiles(self._tx, directory)
+
     # -- entries --------------------------------------------------------------------------
     def entries(self, start: int = 0, end: int | None = None) -> list[dict[str, Any]]:
         """Entries ``start .. end - 1`` (``end`` default: the log's size), oldest first.
@@ -532,21 +549,6 @@ def _b64decode(text: Any, what: str) -> bytes:
     return raw
 
 
-def _content_matches(entry: dict[str, Any], content: bytes) -> None:
-    dg = digest_bytes(content)
-    if (entry["address"], entry["sha256"], entry["size"]) != (
-        dg.address,
-        "sha256:" + dg.sha256,
-        dg.size,
-    ):
-        raise error(
-            "log.content-mismatch",
-            f"the content is {dg.address} ({dg.size} bytes), the entry names {entry['address']}",
-            content=dg.address,
-            entry=entry["address"],
-        )
-
-
 def verify_proof(text: str | bytes, vkey: str, content: bytes | None = None) -> dict[str, Any]:
     """Verify a proof file made by ``evstore prove``; needs no store (docs/log.md).
 
@@ -587,7 +589,7 @@ def verify_proof(text: str | bytes, vkey: str, content: bytes | None = None) -> 
     cp = verify_tlog_proof(proof, merkle.leaf_hash(proof.extra), verifier)
     entry = parse_entry(proof.extra)
     if content is not None:
-        _content_matches(entry, content)
+        content_matches(entry, content)
     return {
         "type": "inclusion",
         "index": proof.index,

@@ -56,6 +56,7 @@ ROUTER_MODULES: tuple[str, ...] = (
     "retention_routes",  # roots, their history, gc (issue 12)
     "contract_routes",  # contract read commands: quote, excerpt, fragments, ... (client)
     "log_routes",  # the tamper-evident log: checkpoint, entries, proofs (docs/log.md)
+    "tile_routes",  # the log as C2SP tlog-tiles: P/checkpoint, P/tile/... (issue 26)
     "ui",  # HTML pages under P/ui (issue 15, evstore.pages)
 )
 
