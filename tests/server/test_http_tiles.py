@@ -224,3 +224,87 @@ def test_evstore_verifies_an_entry_from_tiles_alone(tiled, store_url, tmp_path):
         ["verify-proof", "--tiles", str(tmp_path / "static"), "--index", "5", "--key", str(vfile)],
     )
     assert res.exit_code == 1, res.output
+
+
+WRITER = r"""
+import json, sys, time
+import evstore
+url, i, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+acked, n = [], 0
+with evstore.open(url) as s:
+    end = time.monotonic() + seconds  # from the open: starting up is not writing
+    while time.monotonic() < end and n < 300:
+        r = s.put(b"server test writer %d write %d" % (i, n))
+        if r.new:
+            acked.append(r.digest.address)
+        n += 1
+print(json.dumps(acked))
+"""
+
+
+def test_two_signing_servers_and_eight_writers_on_one_database(store_url, tmp_path):
+    """Two `evstore serve --log-key` integrate and sign one store while eight processes write."""
+    import json
+    import subprocess
+    import sys
+
+    key = tmp_path / "log.key"
+    with evstore.open(store_url) as s:
+        s.log.init_key(key)
+        vkey = s.log.key()
+    servers = [
+        start_process(
+            ["--store", store_url, "serve", "--no-access-log", "--public-read"]
+            + ["--log-key", str(key), "--checkpoint-every", "0.3"],
+            tmp_path,
+        )
+        for _ in range(2)
+    ]
+    try:
+        writers = [
+            subprocess.Popen(
+                [sys.executable, "-c", WRITER, store_url, str(i), "4"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(8)
+        ]
+        acked: list[str] = []
+        for p in writers:
+            out, err = p.communicate(timeout=300)
+            assert p.returncode == 0, err
+            acked += json.loads(out.strip().splitlines()[-1])
+        assert len(acked) >= 8
+        # both servers keep integrating and signing: wait (bounded) for a checkpoint of all
+        import time
+
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with evstore.open(store_url) as s:
+                latest = s.log.latest()
+            if latest is not None and latest["size"] == len(acked):
+                break
+            time.sleep(0.2)
+        assert latest is not None and latest["size"] == len(acked)
+        for server in servers:  # each serves the same tiles, which verify
+            r = evstore.verify_log_tiles(server.base, vkey, len(acked) - 1)
+            assert r["size"] >= len(acked)
+    finally:
+        for server in servers:
+            assert server.stop() == 0
+    with evstore.open(store_url) as s:
+        assert s.log.status()["pending"] == 0
+        entries = s.log.entries()
+        assert [e["index"] for e in entries] == list(range(len(acked)))
+        assert sorted(e["entry"]["address"] for e in entries) == sorted(acked)
+        with s.db.read() as conn:
+            import sqlalchemy as sa
+
+            from evstore.db.tables import log_checkpoints
+
+            sizes = sorted(int(r[0]) for r in conn.execute(sa.select(log_checkpoints.c.size)))
+        for old, new in zip(sizes, sizes[1:], strict=False):
+            r = evstore.verify_log_proof(s.log.prove_consistency(old, new)["text"], vkey)
+            assert r["old_root_signed"] is True
+        assert list(s.check(record=False)) == []

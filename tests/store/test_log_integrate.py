@@ -170,8 +170,8 @@ import json, sys, time
 import evstore
 url, i, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 acked = []
-end = time.monotonic() + seconds
 with evstore.open(url) as s:
+    end = time.monotonic() + seconds  # from the open: starting up is not writing
     n = 0
     while time.monotonic() < end and n < 400:
         r = s.put(b"writer %d write %d" % (i, n))
@@ -186,8 +186,8 @@ import json, sys, time
 import evstore
 url, key, seconds = sys.argv[1], sys.argv[2] or None, float(sys.argv[3])
 sizes = []
-end = time.monotonic() + seconds
 with evstore.open(url) as s:
+    end = time.monotonic() + seconds
     while time.monotonic() < end and len(sizes) < 400:
         r = s.log.integrate(key, limit=7)
         sizes.append(r["size"])
@@ -277,3 +277,40 @@ def test_check_names_a_damaged_queued_entry(store, tamper):
         conn.execute(sa.delete(log_queue).where(log_queue.c.pos == 0))
     faults = [(f.code, f.details.get("pos")) for f in store.check(record=False)]
     assert faults == [("check.log-entry", 0), ("check.log-entry", 1)]
+
+
+#: A child killed by SIGKILL during a tile export, after ``n`` files were renamed into place.
+KILL_EXPORT = r"""
+import os, signal, sys
+import evstore
+import evstore.log.tiles as tiles
+url, out, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+original, done = tiles._write_atomic, [0]
+def dying(target, data):
+    original(target, data)
+    done[0] += 1
+    if done[0] == n:
+        os.kill(os.getpid(), signal.SIGKILL)
+tiles._write_atomic = dying
+with evstore.open(url) as s:
+    s.log.export_tiles(out)
+"""
+
+
+def test_a_tile_export_killed_midway_is_completed_by_the_next(store_url, tmp_path):
+    key, out = tmp_path / "log.key", tmp_path / "static"
+    with evstore.open(store_url) as s:
+        s.log.init_key(key)
+        vkey = s.log.key()
+    for n, size in ((2, 300), (3, 700)):  # bounded repeats, the log growing in between
+        with evstore.open(store_url) as s:
+            have = s.log.status()["size"]
+            s.put_many([b"export %d" % i for i in range(have, size)])
+            s.log.checkpoint(key)
+        _run_killed(KILL_EXPORT, store_url, str(out), str(n))
+        assert not [p for p in out.rglob(".tmp-*")]  # whole files only
+        with evstore.open(store_url) as s:
+            r = s.log.export_tiles(out)
+        assert r["size"] == size
+        for m in (0, size // 2, size - 1):
+            assert evstore.verify_log_tiles(str(out), vkey, m)["size"] == size
