@@ -248,6 +248,12 @@ def prove(
     help="Instead of FILE: verify entry --index from a tlog-tiles URL prefix or directory.",
 )
 @click.option("--index", type=click.IntRange(min=0), default=None, help="The entry (--tiles).")
+@click.option(
+    "--policy",
+    "policy_file",
+    default=None,
+    help="A witness policy file: the checkpoint must carry its quorum of cosignatures.",
+)
 @pass_ctx
 def verify_proof(
     ctx: Ctx,
@@ -256,27 +262,36 @@ def verify_proof(
     content: str | None,
     tiles_from: str | None,
     index: int | None,
+    policy_file: str | None,
 ) -> None:
     """Verify a proof file from `evstore prove`, with no store: signature, proof, content.
 
     With --tiles URL|DIR --index N instead of FILE: fetch the checkpoint and tiles, rebuild
     the signed root from them and verify entry N's inclusion (docs/log.md#tiles).
 
+    With --policy FILE (witnesses and a quorum, docs/log.md#witnesses) the checkpoint must
+    also carry cosignatures of at least the quorum of the policy's witnesses.
+
     Exit codes: 0 verified; 1 checkpoint.*, tlog-proof.*, log.consistency,
     log.content-mismatch, log.proof-malformed, tiles.malformed, tiles.missing,
-    input.unreadable; 2 usage.
+    witness.policy, witness.key, witness.quorum, input.unreadable; 2 usage.
     """
     if "+" not in vkey and Path(vkey).is_file():
         vkey = read_input(vkey, limit=64 << 10).decode("utf-8", "replace").strip()
     body = read_input(content) if content is not None else None
     if (file is None) == (tiles_from is None) or (tiles_from is None) != (index is None):
         raise click.UsageError("verify-proof takes FILE, or --tiles URL|DIR with --index N")
+    if tiles_from is not None and policy_file is not None:
+        raise click.UsageError("--policy applies to proof files (not --tiles) for now")
     if tiles_from is not None:
         assert index is not None
         r = evstore.verify_log_tiles(tiles_from, vkey, index, body)
     else:
         assert file is not None
-        r = evstore.verify_log_proof(read_input(file, limit=PROOF_MAX), vkey, body)
+        policy = None
+        if policy_file is not None:
+            policy = read_input(policy_file, limit=1 << 20).decode("utf-8", "replace")
+        r = evstore.verify_log_proof(read_input(file, limit=PROOF_MAX), vkey, body, policy=policy)
     if r["type"] == "inclusion":
         line = f"ok: entry {r['index']} is in {r['origin']} at size {r['size']}"
         if r["content"]:

@@ -61,6 +61,7 @@ from ..tlog.checkpoint import (
     verify_checkpoint,
     verify_tlog_proof,
 )
+from ..tlog.cosignature import Policy
 from .integrate import DEFAULT_LIMIT, integrate_round, pending_count
 from .tiles import content_matches, export_tiles, read_tile
 
@@ -549,7 +550,13 @@ def _b64decode(text: Any, what: str) -> bytes:
     return raw
 
 
-def verify_proof(text: str | bytes, vkey: str, content: bytes | None = None) -> dict[str, Any]:
+def verify_proof(
+    text: str | bytes,
+    vkey: str,
+    content: bytes | None = None,
+    *,
+    policy: str | None = None,
+) -> dict[str, Any]:
     """Verify a proof file made by ``evstore prove``; needs no store (docs/log.md).
 
     An inclusion proof (tlog-proof): the checkpoint's signature by ``vkey`` and origin, the
@@ -562,6 +569,8 @@ def verify_proof(text: str | bytes, vkey: str, content: bytes | None = None) -> 
         text: the proof file.
         vkey: the log's verifier key (``evstore log key``).
         content: the object's bytes (inclusion proofs only).
+        policy: a witness policy text (store/tlog/cosignature.py ``Policy``): the checkpoint
+            must also carry cosignatures of at least its quorum of witnesses.
 
     Returns:
         ``{"type": "inclusion", "index", "size", "root", "origin", "entry", "content":
@@ -571,7 +580,9 @@ def verify_proof(text: str | bytes, vkey: str, content: bytes | None = None) -> 
     Raises:
         CheckpointError (``checkpoint.*``, ``tlog-proof.*``), InputError
         (``log.proof-malformed``, ``log.entry-malformed``, ``log.consistency``,
-        ``log.content-mismatch``, ``input.invalid``).
+        ``log.content-mismatch``, ``input.invalid``, ``witness.policy``, ``witness.key``,
+        ``witness.quorum``). With a policy the result has ``"cosigned"``: ``{witness name:
+        timestamp}``.
     """
     verifier = parse_vkey(vkey)
     if isinstance(text, bytes):
@@ -582,11 +593,15 @@ def verify_proof(text: str | bytes, vkey: str, content: bytes | None = None) -> 
     if text.startswith("{"):
         if content is not None:
             raise error("input.invalid", "--content applies to inclusion proofs only")
-        return _verify_consistency_file(text, verifier)
+        out = _verify_consistency_file(text, verifier)
+        if policy is not None:
+            out["cosigned"] = _policy_check(policy, verifier, json.loads(text)["checkpoint"])
+        return out
     proof = parse_tlog_proof(text)
     if proof.extra is None:
         raise error("log.proof-malformed", "the tlog-proof carries no log entry (extra line)")
     cp = verify_tlog_proof(proof, merkle.leaf_hash(proof.extra), verifier)
+    cosigned = None if policy is None else _policy_check(policy, verifier, proof.checkpoint)
     entry = parse_entry(proof.extra)
     if content is not None:
         content_matches(entry, content)
@@ -598,7 +613,16 @@ def verify_proof(text: str | bytes, vkey: str, content: bytes | None = None) -> 
         "origin": cp.origin,
         "entry": entry,
         "content": content is not None,
+        **({} if cosigned is None else {"cosigned": cosigned}),
     }
+
+
+def _policy_check(policy_text: str, verifier: Verifier, note: str) -> dict[str, int]:
+    """The verified cosigners of ``note`` under a witness policy (at least its quorum)."""
+    policy = Policy.parse(policy_text)
+    if policy.log.vkey() != verifier.vkey():
+        raise error("witness.policy", "the policy names another log key than --key")
+    return policy.check(note)
 
 
 def _verify_consistency_file(text: str, verifier: Verifier) -> dict[str, Any]:
