@@ -9,11 +9,12 @@ Parts (docs/benchmarks.md, "Tamper-evident log", has the method and the recorded
 
     i  Ingest throughput of ~5 KB JSON artifacts (bench/core.py's documents), one
        ``store.ingest`` call (one transaction, one acknowledged ingest) per document, with
-       one writer and with 8 writer processes: this tree (the log appends an entry in each
-       transaction) against the same benchmark run by the tree at ``--base`` (default: the
-       merge base with ``main``, the commit before the log landed), exported with
-       ``git archive`` and imported from a temporary directory. Ratio = base seconds / ours
-       (throughput ratio). Target >= 0.85 (one writer).
+       one writer and with 8 writer processes: this tree with the log (each transaction
+       queues its entries; an integrator process runs beside the writers, and the final
+       round integrating the rest is timed in) against this tree with the log disabled
+       (the queue insert patched out), in the same run (issue 26; target >= 0.9), or with
+       ``--base REV`` against that commit's tree, exported with ``git archive`` and
+       imported from a temporary directory. Ratio = base seconds / ours (throughput ratio).
     p  Inclusion-proof latency at ``--entries`` entries (default 1,000,000; the log is
        filled through the library's bulk append, 20,000 entries per transaction): p50 and
        p99 of ``store.log.prove(index=...)`` (checkpoint, entry and proof from one read
@@ -61,7 +62,11 @@ tree, url, first, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.ar
 if tree:
     sys.path.insert(0, tree)
 sys.path.insert(0, sys.argv[5])
+import os
 import evstore
+if os.environ.get("EVBENCH_LOG_OFF"):  # the log disabled: writes queue no entry
+    import evstore.objects.log_entries as _le
+    _le.enqueue_entries = lambda conn, entries: None
 from core import _make_doc
 rng = random.Random(first)
 docs = [json.dumps(_make_doc(rng, first + i), indent=1).encode() for i in range(count)]
@@ -110,9 +115,35 @@ def _empty_url(backend: str, tag: str, tmp: Path) -> tuple[str, Any]:
     return f"{base}/{name}", drop
 
 
-def _ingest_run(tree: str, url: str, docs: int, writers: int) -> dict[str, Any]:
-    """Ingest ``docs`` documents with ``writers`` processes; wall seconds and docs/s."""
+#: The integrator beside the writers (issue 26): a round every 0.5 s until stdin speaks.
+_INTEGRATOR = r"""
+import select, sys
+import evstore
+with evstore.open(sys.argv[1]) as s:
+    while not select.select([sys.stdin], [], [], 0.5)[0]:
+        s.log.integrate()
+"""
+
+
+def _integrator(url: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", _INTEGRATOR, url], stdin=subprocess.PIPE, text=True, env=env
+    )
+
+
+def _ingest_run(
+    tree: str, url: str, docs: int, writers: int, log_off: bool = False
+) -> dict[str, Any]:
+    """Ingest ``docs`` documents with ``writers`` processes; wall seconds and docs/s.
+
+    With the log on (this tree), an integrator process runs beside the writers and the
+    final round integrating what is left is timed into the wall time; ``log_off`` runs
+    the same code with the log's queue insert disabled.
+    """
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.pop("EVBENCH_LOG_OFF", None)
+    if log_off:
+        env["EVBENCH_LOG_OFF"] = "1"
     bench = str(Path(__file__).resolve().parent)
     init = subprocess.run(
         [sys.executable, "-c", _INGESTER, tree, url, "0", "0", bench],
@@ -123,6 +154,7 @@ def _ingest_run(tree: str, url: str, docs: int, writers: int) -> dict[str, Any]:
     )
     module = json.loads(init.stdout)["module"]
     per = docs // writers
+    integ = None if (log_off or tree) else _integrator(url, env)
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", _INGESTER, tree, url, str(1_000_000 * (w + 1)), str(per), bench],
@@ -140,6 +172,19 @@ def _ingest_run(tree: str, url: str, docs: int, writers: int) -> dict[str, Any]:
             raise RuntimeError(err)
         outs.append(json.loads(out))
     wall = max(o["end"] for o in outs) - min(o["start"] for o in outs)
+    if integ is not None:
+        assert integ.stdin is not None
+        integ.stdin.write("stop\n")
+        integ.stdin.close()
+        integ.wait(timeout=120)
+        import evstore
+
+        with evstore.open(url) as s:
+            t = time.perf_counter()
+            s.log.integrate()
+            wall += time.perf_counter() - t
+            if s.log.status()["size"] == 0:
+                raise RuntimeError("nothing was logged")
     return {
         "docs": per * writers,
         "seconds": wall,
@@ -149,18 +194,24 @@ def _ingest_run(tree: str, url: str, docs: int, writers: int) -> dict[str, Any]:
     }
 
 
-def part_i(backend: str, base: str, docs: int, rounds: int) -> dict[str, Any]:
+def part_i(backend: str, base: str | None, docs: int, rounds: int) -> dict[str, Any]:
+    """Ingest with the log against ``base``'s tree, or (``base`` None) this tree's log off."""
     tmp = Path(tempfile.mkdtemp(prefix="evbench-log-"))
     try:
-        sha = _base_tree(base, tmp / "base")
-        out: dict[str, Any] = {"base": base, "base_commit": sha}
+        if base is None:
+            out: dict[str, Any] = {"base": "this tree, log disabled"}
+            base_tree = ""
+        else:
+            out = {"base": base, "base_commit": _base_tree(base, tmp / "base")}
+            base_tree = str(tmp / "base")
         for writers in (1, 8):
             runs: dict[str, list[dict[str, Any]]] = {"base": [], "log": []}
             for r in range(rounds):  # alternate, so a change in the machine's load hits both
-                for variant, tree in (("base", str(tmp / "base")), ("log", "")):
+                for variant, tree in (("base", base_tree), ("log", "")):
                     url, drop = _empty_url(backend, f"{variant}{writers}r{r}", tmp)
+                    off = variant == "base" and base is None
                     try:
-                        runs[variant].append(_ingest_run(tree, url, docs, writers))
+                        runs[variant].append(_ingest_run(tree, url, docs, writers, off))
                     finally:
                         if drop:
                             drop()
@@ -274,7 +325,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--backend", choices=["sqlite", "postgresql"], required=True)
     ap.add_argument(
-        "--base", default=None, help="the commit before the log (default: merge base with main)"
+        "--base",
+        default=None,
+        help="compare with this commit's tree (default: this tree with the log disabled)",
     )
     ap.add_argument("--docs", type=int, default=2000, help="documents per ingest run")
     ap.add_argument("--rounds", type=int, default=3, help="alternating runs per variant")
@@ -282,16 +335,7 @@ def main() -> None:
     ap.add_argument("--lookups", type=int, default=2000, help="samples per latency measurement")
     ap.add_argument("--only", default="ipc", help="parts to run (i, p, c)")
     args = ap.parse_args()
-    base = (
-        args.base
-        or subprocess.run(
-            ["git", "merge-base", "HEAD", "main"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    )
+    base = args.base
     result: dict[str, Any] = {"machine": machine_info(args.backend), "args": vars(args)}
     if "i" in args.only:
         result["ingest"] = part_i(args.backend, base, args.docs, args.rounds)

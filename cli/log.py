@@ -37,6 +37,8 @@ def _key_path(store: evstore.Store, given: str | None) -> str | None:
 def _print_status(r: dict[str, Any]) -> None:
     cp = r["checkpoint"]
     click.echo(f"entries: {r['size']}")
+    if r.get("pending"):
+        click.echo(f"queued (not in the tree yet): {r['pending']} (evstore log integrate)")
     click.echo(f"verifier key: {r['vkey'] or '(none: evstore log init-key)'}")
     if cp is None:
         click.echo("no signed checkpoint yet (evstore log checkpoint)")
@@ -144,6 +146,59 @@ def checkpoint(ctx: Ctx, key_file: str | None) -> None:
     emit(ctx, r, lambda _: click.echo(r["note"], nl=False))
 
 
+@log.command("integrate")
+@click.option(
+    "--key",
+    "key_file",
+    default=None,
+    help=f"Then sign a checkpoint with this private key file (else ${KEY_ENV}, log.key_file).",
+)
+@click.option("--no-sign", is_flag=True, help="Only integrate, even when a key is configured.")
+@pass_ctx
+def integrate(ctx: Ctx, key_file: str | None, no_sign: bool) -> None:
+    """Give queued log entries their indices and add them to the tree; then sign.
+
+    Every accepted write queues its entries in its own transaction; this command (and
+    `evstore serve` in the background, and `evstore log checkpoint`) adds them to the
+    tree in batches, one integrator at a time (docs/log.md). With a key (--key,
+    $EVSTORE_LOG_KEY or the log.key_file setting) a checkpoint is signed after.
+
+    Exit codes: 0 ok; 1 log.inconsistent, log.no-key, log.key-mismatch, log.key-file,
+    checkpoint.key, corruption.log, store errors.
+    """
+    with open_store(ctx) as store:
+        path = None if no_sign else _key_path(store, key_file)
+        r = store.log.integrate(path)
+
+    def human(_: Any) -> None:
+        click.echo(f"integrated {r['integrated']}; tree size {r['size']}; queued {r['pending']}")
+        if r["checkpoint"] is not None:
+            click.echo(r["checkpoint"]["note"], nl=False)
+
+    emit(ctx, r, human)
+
+
+@log.group("tiles")
+def tiles() -> None:
+    """The log as C2SP tlog-tiles (docs/log.md#tiles)."""
+
+
+@tiles.command("export")
+@click.argument("directory")
+@pass_ctx
+def tiles_export(ctx: Ctx, directory: str) -> None:
+    """Write checkpoint and tile/... at the latest signed checkpoint under DIRECTORY.
+
+    Incremental: full tiles already written are kept; the checkpoint is replaced last. Serve
+    DIRECTORY as static files (full tiles immutable, the rest short-lived).
+
+    Exit codes: 0 ok; 1 log.no-checkpoint, corruption.log, store errors.
+    """
+    with open_store(ctx) as store:
+        r = store.log.export_tiles(directory)
+    emit(ctx, r, f"size {r['size']}: wrote {r['written']} files, kept {r['kept']} full tiles")
+
+
 @click.command()
 @click.argument("args", nargs=-1)
 @click.option("--index", type=click.IntRange(min=0), default=None, help="Prove this entry.")
@@ -166,7 +221,8 @@ def prove(
     Writes the proof file: C2SP tlog-proof text (inclusion) or JSON (consistency), each
     carrying the signed checkpoint it was computed at. `evstore verify-proof` checks it.
 
-    Exit codes: 0 ok; 1 log.no-checkpoint, log.not-logged, log.range, ref.syntax; 2 usage.
+    Exit codes: 0 ok; 1 log.no-checkpoint, log.not-logged, log.not-integrated, log.range,
+    ref.syntax; 2 usage.
     """  # noqa: D205 - the help text
     if len(args) > 1:
         raise click.UsageError("prove takes one REF (or NEW with --consistency)")
@@ -193,21 +249,61 @@ def prove(
 
 
 @click.command("verify-proof")
-@click.argument("file")
+@click.argument("file", required=False)
 @click.option("--key", "vkey", required=True, help="The log's verifier key, or a file holding it.")
 @click.option("--content", default=None, help="The object's bytes: the entry must name them.")
+@click.option(
+    "--tiles",
+    "tiles_from",
+    default=None,
+    metavar="URL|DIR",
+    help="Instead of FILE: verify entry --index from a tlog-tiles URL prefix or directory.",
+)
+@click.option("--index", type=click.IntRange(min=0), default=None, help="The entry (--tiles).")
+@click.option(
+    "--policy",
+    "policy_file",
+    default=None,
+    help="A witness policy file: the checkpoint must carry its quorum of cosignatures.",
+)
 @pass_ctx
-def verify_proof(ctx: Ctx, file: str, vkey: str, content: str | None) -> None:
+def verify_proof(
+    ctx: Ctx,
+    file: str | None,
+    vkey: str,
+    content: str | None,
+    tiles_from: str | None,
+    index: int | None,
+    policy_file: str | None,
+) -> None:
     """Verify a proof file from `evstore prove`, with no store: signature, proof, content.
 
+    With --tiles URL|DIR --index N instead of FILE: fetch the checkpoint and tiles, rebuild
+    the signed root from them and verify entry N's inclusion (docs/log.md#tiles).
+
+    With --policy FILE (witnesses and a quorum, docs/log.md#witnesses) the checkpoint must
+    also carry cosignatures of at least the quorum of the policy's witnesses.
+
     Exit codes: 0 verified; 1 checkpoint.*, tlog-proof.*, log.consistency,
-    log.content-mismatch, log.proof-malformed, input.unreadable.
+    log.content-mismatch, log.proof-malformed, tiles.malformed, tiles.missing,
+    witness.policy, witness.key, witness.quorum, input.unreadable; 2 usage.
     """
     if "+" not in vkey and Path(vkey).is_file():
         vkey = read_input(vkey, limit=64 << 10).decode("utf-8", "replace").strip()
-    data = read_input(file, limit=PROOF_MAX)
     body = read_input(content) if content is not None else None
-    r = evstore.verify_log_proof(data, vkey, body)
+    if (file is None) == (tiles_from is None) or (tiles_from is None) != (index is None):
+        raise click.UsageError("verify-proof takes FILE, or --tiles URL|DIR with --index N")
+    if tiles_from is not None and policy_file is not None:
+        raise click.UsageError("--policy applies to proof files (not --tiles) for now")
+    if tiles_from is not None:
+        assert index is not None
+        r = evstore.verify_log_tiles(tiles_from, vkey, index, body)
+    else:
+        assert file is not None
+        policy = None
+        if policy_file is not None:
+            policy = read_input(policy_file, limit=1 << 20).decode("utf-8", "replace")
+        r = evstore.verify_log_proof(read_input(file, limit=PROOF_MAX), vkey, body, policy=policy)
     if r["type"] == "inclusion":
         line = f"ok: entry {r['index']} is in {r['origin']} at size {r['size']}"
         if r["content"]:

@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from .facade.queries import ListPage, find_with_warnings, list_page
     from .log.ops import LogOps
     from .log.ops import verify_proof as verify_log_proof
+    from .log.tiles import verify_tiles_inclusion as verify_log_tiles
     from .objects.kinds import check_kind, kind_page, known_kinds
     from .objects.leases import current_root, rooting
     from .protocol import StoreProtocol
@@ -157,6 +158,7 @@ _SOURCES: dict[str, str] = {
     "token_scope": "access.tokens",
     "verify_archive": "archive.ops",
     "verify_log_proof": "log.ops:verify_proof",
+    "verify_log_tiles": "log.tiles:verify_tiles_inclusion",
     "verify_now": "read.review",
 }
 
@@ -230,6 +232,7 @@ __all__ = [
     "token_scope",
     "verify_archive",
     "verify_log_proof",
+    "verify_log_tiles",
     "verify_now",
 ]
 

@@ -48,6 +48,7 @@ from ..objects.kinds import check_kind, get_handler
 from ..objects.leases import sql_time
 from ..objects.txn import Txn
 from .backends import orphan_faults
+from .log_queue import check_log_queue
 from .log_tree import check_log
 from .reading import SQLITE_IN, chunks, fetch, inline_bytes, range_bytes, stream_digest
 
@@ -243,6 +244,7 @@ class CheckRun(Iterator[EvstoreError]):
                     pool.shutdown(cancel_futures=True)
             if plan.sample is None and plan.since is None and plan.art_pass and not plan.art_kinds:
                 yield from check_log(conn)  # the whole log, in the same snapshot
+                yield from check_log_queue(conn)  # and the entries not in the tree yet
                 yield from orphan_faults(conn)  # objects in a blob backend no row names
 
     def _pages(self, conn: sa.Connection, txn: Txn, pool: ThreadPoolExecutor | None) -> Any:

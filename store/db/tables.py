@@ -26,6 +26,7 @@ Every digest column (addresses, ``blobs.sha256``, ``attrs.value_digest``,
     tokens       bearer tokens of the HTTP server: scope and SHA-256 of the secret (0005)
     log_entries      the tamper-evident log: entry ``idx`` (dense from 0), its RFC 8785 bytes
     log_nodes        insert-only hashes of complete Merkle subtrees ``(level, idx)``
+    log_queue        accepted entries not yet in the tree, ``(batch, pos)``, revision 0010
     log_checkpoints  signed checkpoints (C2SP signed notes), one per tree size
     log_keys         the log's verifier keys (never a private key), revision 0007 (docs/log.md)
 
@@ -68,6 +69,7 @@ __all__ = [
     "log_entries",
     "log_keys",
     "log_nodes",
+    "log_queue",
     "metadata",
     "retention_history",
     "roots",
@@ -270,7 +272,7 @@ tokens = Table(
 log_entries = Table(
     "log_entries",
     metadata,
-    # The leaf index: dense from 0, assigned under the log lock when the transaction appends.
+    # The leaf index: dense from 0, assigned by the integrator (store/log/integrate.py).
     Column("idx", BigInteger, primary_key=True, autoincrement=False),
     # The entry's object address (64 hex), for `prove REF`.
     Column("address", String(64), nullable=False),
@@ -287,6 +289,21 @@ log_nodes = Table(
     Column("idx", BigInteger, nullable=False),
     Column("hash", LargeBinary, nullable=False),
     PrimaryKeyConstraint("level", "idx", name="pk_log_nodes"),
+)
+
+log_queue = Table(
+    "log_queue",
+    metadata,
+    # One write transaction's entries share a batch (PostgreSQL: the log_queue_batches
+    # sequence, taken as the transaction commits; SQLite: one more than the largest batch).
+    Column("batch", BigInteger, nullable=False, autoincrement=False),
+    # The entry's place within its transaction (recording order, from 0).
+    Column("pos", Integer, nullable=False, autoincrement=False),
+    Column("address", String(64), nullable=False),
+    # The RFC 8785 bytes of the entry object, as log_entries.entry will hold them.
+    Column("entry", LargeBinary, nullable=False),
+    PrimaryKeyConstraint("batch", "pos", name="pk_log_queue"),
+    Index("ix_log_queue_address", "address"),
 )
 
 log_checkpoints = Table(

@@ -33,11 +33,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..core.digests import digest_bytes
 from ..core.errors import InputError, error
 from ..core.refs import parse_ref
 from ..core.times import utc_text
-from ..db.tables import blobs, log_checkpoints, log_entries, log_keys
+from ..db.tables import blobs, log_checkpoints, log_entries, log_keys, log_queue
 from ..db.transactions import Transactions
 from ..objects.log_entries import (
     LOG_LOCK,
@@ -62,6 +61,9 @@ from ..tlog.checkpoint import (
     verify_checkpoint,
     verify_tlog_proof,
 )
+from ..tlog.cosignature import Policy
+from .integrate import DEFAULT_LIMIT, integrate_round, pending_count
+from .tiles import content_matches, export_tiles, read_tile
 
 __all__ = ["CONSISTENCY_FORMAT", "LogOps", "load_signer", "verify_proof"]
 
@@ -136,7 +138,7 @@ def _key_path(path: str | os.PathLike[str] | None) -> str:
     return os.fspath(path)
 
 
-def load_signer(key_path: str | os.PathLike[str] | None) -> Any:
+def load_signer(key_path: str | os.PathLike[str] | None) -> Signer:
     """The signer of an Ed25519 private key file (``evstore log init-key``).
 
     ``evstore serve --log-key`` reads the key with this before it listens, so a key it
@@ -225,9 +227,9 @@ class LogOps:
 
     # -- checkpoints ----------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
-        """The log now: ``{"size": entries, "root": base64 MTH, "vkey": str|None,
-        "checkpoint": the latest signed checkpoint (size, root, origin, note, signed_at) or
-        None}``, from one snapshot.
+        """The log now: ``{"size": entries in the tree, "pending": entries queued for the
+        integrator, "root": base64 MTH, "vkey": str|None, "checkpoint": the latest signed
+        checkpoint (size, root, origin, note, signed_at) or None}``, from one snapshot.
         """  # noqa: D205
         with self._tx.read() as conn:
             size = log_size(conn)
@@ -235,15 +237,63 @@ class LogOps:
             row = _latest(conn)
             return {
                 "size": size,
+                "pending": pending_count(conn),
                 "root": _b64(root_at(conn, size)),
                 "vkey": None if verifier is None else verifier.vkey(),
                 "checkpoint": None if row is None else _checkpoint_dict(row, verifier),
             }
 
-    def checkpoint(self, key_path: str | os.PathLike[str] | None) -> dict[str, Any]:
-        """Sign a checkpoint of the log as it is now, after checking it extends the last one.
+    def integrate(
+        self,
+        key_path: str | os.PathLike[str] | None = None,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        max_rounds: int = 10_000,
+    ) -> dict[str, Any]:
+        """Give every queued entry its index and add it to the tree; then sign, given a key.
 
-        The new tree must be consistent with the previous checkpoint (an RFC 9162 2.1.4
+        Rounds of at most about ``limit`` entries, one transaction each
+        (store/log/integrate.py), until the queue is empty or ``max_rounds`` ran. One
+        integrator runs at a time across processes (the log's lock); a crash loses no
+        entry and the next call completes the work (docs/log.md, "Sequencing and
+        integration").
+
+        Args:
+            key_path: the log's private key file: after integrating, sign a checkpoint
+                (:meth:`checkpoint`); None signs nothing.
+            limit: entries per round (>= 1).
+            max_rounds: the most rounds this call runs (>= 1).
+
+        Returns:
+            ``{"integrated": entries added, "size": the tree size, "pending": entries still
+            queued when the last round committed, "checkpoint": as :meth:`checkpoint` or
+            None}``.
+
+        Raises:
+            As :meth:`checkpoint` (with a key); CorruptionError: ``corruption.log``.
+        """
+        signer = None if key_path is None else load_signer(key_path)
+        total, size = 0, 0
+        for _ in range(max(1, max_rounds)):
+            done = self._tx.run_transaction(lambda conn: integrate_round(conn, limit))
+            total += int(done["integrated"])
+            size = int(done["size"])
+            if not done["integrated"]:
+                break
+        with self._tx.read() as conn:
+            pending = pending_count(conn)
+        signed = None
+        if signer is not None:
+            signed = self._tx.run_transaction(lambda conn: _sign(conn, signer))
+            size = max(size, int(signed["size"]))
+        return {"integrated": total, "size": size, "pending": pending, "checkpoint": signed}
+
+    def checkpoint(self, key_path: str | os.PathLike[str] | None) -> dict[str, Any]:
+        """Integrate the queued entries, then sign a checkpoint of the tree if it extends the last.
+
+        The queue is integrated first (:meth:`integrate`), so every write acknowledged
+        before the call is in the tree signed. The new tree must be consistent with the
+        previous checkpoint (an RFC 9162 2.1.4
         consistency proof computed from the stored subtrees and verified against the
         previous signed root) before anything is signed. When the log has not grown the
         previous checkpoint is returned (``"new": False``).
@@ -258,11 +308,29 @@ class LogOps:
                 (the previous checkpoint does not verify), ``corruption.log``.
         """
         signer = load_signer(key_path)
+        self.integrate()
         return self._tx.run_transaction(lambda conn: _sign(conn, signer))  # type: ignore[no-any-return]
 
     def latest(self) -> dict[str, Any] | None:
         """The latest signed checkpoint (as in :meth:`status`), or None."""
         return self.status()["checkpoint"]  # type: ignore[no-any-return]
+
+    # -- tiles (C2SP tlog-tiles, store/log/tiles.py) ---------------------------------------
+    def tile(self, path: str) -> tuple[bytes, bool]:
+        """Resource ``tile/...`` at the latest checkpoint and whether it is full (immutable).
+
+        Raises:
+            InputError: ``tiles.malformed``. NotFound: ``tiles.missing``.
+        """
+        return read_tile(self._tx, path)
+
+    def export_tiles(self, directory: str | os.PathLike[str]) -> dict[str, Any]:
+        """Write ``checkpoint`` and the tiles under ``directory``, incrementally.
+
+        Returns ``{"size", "written", "kept", "directory"}``; raises NotFound
+        ``log.no-checkpoint`` (see :func:`evstore.log.tiles.export_tiles`).
+        """
+        return export_tiles(self._tx, directory)
 
     # -- entries --------------------------------------------------------------------------
     def entries(self, start: int = 0, end: int | None = None) -> list[dict[str, Any]]:
@@ -423,10 +491,27 @@ def _entry_index(
             sa.select(log_entries.c.idx).where(log_entries.c.address == address).limit(1)
         ).first()
         hint = "; sign a newer checkpoint first" if later is not None else ""
+        if later is None and _queued(conn, str(address)):
+            raise error(
+                "log.not-integrated",
+                f"the entry for {ref} is logged but not in the tree yet: run"
+                " `evstore log integrate` (or `evstore log checkpoint`)",
+                ref=ref,
+            )
         raise error(
             "log.not-logged", f"no entry for {ref} in the checkpoint of size {size}{hint}", ref=ref
         )
     return int(found)
+
+
+def _queued(conn: Connection, address: str) -> bool:
+    """Whether an entry naming ``address`` waits in the integrator's queue."""
+    return (
+        conn.execute(
+            sa.select(log_queue.c.batch).where(log_queue.c.address == address).limit(1)
+        ).first()
+        is not None
+    )
 
 
 def _sign(conn: Connection, signer: Signer) -> dict[str, Any]:
@@ -481,22 +566,13 @@ def _b64decode(text: Any, what: str) -> bytes:
     return raw
 
 
-def _content_matches(entry: dict[str, Any], content: bytes) -> None:
-    dg = digest_bytes(content)
-    if (entry["address"], entry["sha256"], entry["size"]) != (
-        dg.address,
-        "sha256:" + dg.sha256,
-        dg.size,
-    ):
-        raise error(
-            "log.content-mismatch",
-            f"the content is {dg.address} ({dg.size} bytes), the entry names {entry['address']}",
-            content=dg.address,
-            entry=entry["address"],
-        )
-
-
-def verify_proof(text: str | bytes, vkey: str, content: bytes | None = None) -> dict[str, Any]:
+def verify_proof(
+    text: str | bytes,
+    vkey: str,
+    content: bytes | None = None,
+    *,
+    policy: str | None = None,
+) -> dict[str, Any]:
     """Verify a proof file made by ``evstore prove``; needs no store (docs/log.md).
 
     An inclusion proof (tlog-proof): the checkpoint's signature by ``vkey`` and origin, the
@@ -509,6 +585,8 @@ def verify_proof(text: str | bytes, vkey: str, content: bytes | None = None) -> 
         text: the proof file.
         vkey: the log's verifier key (``evstore log key``).
         content: the object's bytes (inclusion proofs only).
+        policy: a witness policy text (store/tlog/cosignature.py ``Policy``): the checkpoint
+            must also carry cosignatures of at least its quorum of witnesses.
 
     Returns:
         ``{"type": "inclusion", "index", "size", "root", "origin", "entry", "content":
@@ -518,7 +596,9 @@ def verify_proof(text: str | bytes, vkey: str, content: bytes | None = None) -> 
     Raises:
         CheckpointError (``checkpoint.*``, ``tlog-proof.*``), InputError
         (``log.proof-malformed``, ``log.entry-malformed``, ``log.consistency``,
-        ``log.content-mismatch``, ``input.invalid``).
+        ``log.content-mismatch``, ``input.invalid``, ``witness.policy``, ``witness.key``,
+        ``witness.quorum``). With a policy the result has ``"cosigned"``: ``{witness name:
+        timestamp}``.
     """
     verifier = parse_vkey(vkey)
     if isinstance(text, bytes):
@@ -529,14 +609,18 @@ def verify_proof(text: str | bytes, vkey: str, content: bytes | None = None) -> 
     if text.startswith("{"):
         if content is not None:
             raise error("input.invalid", "--content applies to inclusion proofs only")
-        return _verify_consistency_file(text, verifier)
+        out = _verify_consistency_file(text, verifier)
+        if policy is not None:
+            out["cosigned"] = _policy_check(policy, verifier, json.loads(text)["checkpoint"])
+        return out
     proof = parse_tlog_proof(text)
     if proof.extra is None:
         raise error("log.proof-malformed", "the tlog-proof carries no log entry (extra line)")
     cp = verify_tlog_proof(proof, merkle.leaf_hash(proof.extra), verifier)
+    cosigned = None if policy is None else _policy_check(policy, verifier, proof.checkpoint)
     entry = parse_entry(proof.extra)
     if content is not None:
-        _content_matches(entry, content)
+        content_matches(entry, content)
     return {
         "type": "inclusion",
         "index": proof.index,
@@ -545,7 +629,16 @@ def verify_proof(text: str | bytes, vkey: str, content: bytes | None = None) -> 
         "origin": cp.origin,
         "entry": entry,
         "content": content is not None,
+        **({} if cosigned is None else {"cosigned": cosigned}),
     }
+
+
+def _policy_check(policy_text: str, verifier: Verifier, note: str) -> dict[str, int]:
+    """The verified cosigners of ``note`` under a witness policy (at least its quorum)."""
+    policy = Policy.parse(policy_text)
+    if policy.log.vkey() != verifier.vkey():
+        raise error("witness.policy", "the policy names another log key than --key")
+    return policy.check(note)
 
 
 def _verify_consistency_file(text: str, verifier: Verifier) -> dict[str, Any]:

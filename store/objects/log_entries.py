@@ -1,16 +1,14 @@
-"""Appending to the tamper-evident log, in the transaction that accepted the write.
+"""Recording log entries in the transaction that accepted the write; reading the tree.
 
 Every accepted write (a new blob by ``put``, a new ``(address, kind)`` by ``ingest``; later
 retain, release and delete) records one *entry* with :func:`append_entry`. The entries of a
 transaction are written when it is about to commit (a :func:`evstore.db.engine.commit_hook`), in one
-batched insert into ``log_entries`` and one into ``log_nodes`` (the complete subtrees the new
-leaves complete, RFC 9162 section 2.1), inside that transaction: no write is acknowledged
-without its entry, and a transaction that rolls back leaves none.
-
-Indices are dense. SQLite runs one writer at a time (``BEGIN IMMEDIATE``); on PostgreSQL the
-append takes a transaction-level advisory lock (:data:`LOG_LOCK`) just before it reads the
-log's size, as the transaction's last statements: writers hold it only for the append and
-the commit, and since nothing waits for another lock after it, it adds no deadlock.
+insert into ``log_queue`` (:func:`enqueue_entries`), inside that transaction and under no
+lock: no write is acknowledged without its entry, and a transaction that rolls back leaves
+none. The integrator (store/log/integrate.py) later gives queued entries their dense indices
+and adds them, with the complete subtrees they complete (RFC 9162 section 2.1), to
+``log_entries`` and ``log_nodes`` through :func:`append_entries`, under the log's lock
+(:data:`LOG_LOCK` on PostgreSQL, SQLite's one writer).
 
 An entry is the RFC 8785 bytes of (docs/log.md)::
 
@@ -47,6 +45,7 @@ __all__ = [
     "append_entry",
     "append_puts",
     "consistency_at",
+    "enqueue_entries",
     "entry_bytes",
     "fetch_subtrees",
     "inclusion_at",
@@ -61,7 +60,7 @@ __all__ = [
 OPS = ("put", "ingest", "retain", "release", "delete")
 #: The entry format version (the ``v`` member).
 ENTRY_VERSION = 1
-#: The PostgreSQL advisory lock an appending transaction holds from the append to its commit.
+#: The PostgreSQL advisory lock the integrator (and checkpoint signing) holds to its commit.
 LOG_LOCK = 7403012513
 
 _HOOK = "log"
@@ -171,7 +170,51 @@ class _Pending:
         # One canonical form for all entries, one domain pass (canonical.dumps_many).
         objs = [_entry(op, a, s, n, now, k, r) for op, a, s, n, k, r in self.items]
         datas = dumps_many(objs)
-        append_entries(conn, [(_hex(it[1]), d) for it, d in zip(self.items, datas, strict=True)])
+        enqueue_entries(conn, [(_hex(it[1]), d) for it, d in zip(self.items, datas, strict=True)])
+
+
+_QUEUE_TYPES = ("int8", "int4", "varchar", "bytea")
+#: PostgreSQL: one batch number for the whole insert (a materialized CTE runs nextval once).
+_ENQUEUE_PG = (
+    "WITH b AS MATERIALIZED (SELECT nextval('log_queue_batches') AS n)"
+    " INSERT INTO log_queue (batch, pos, address, entry)"
+    " SELECT b.n, u.pos, u.address, u.entry FROM b,"
+    " unnest(%b::integer[], %b::varchar[], %b::bytea[]) AS u(pos, address, entry)"
+)
+
+
+def enqueue_entries(conn: Connection, entries: Sequence[tuple[str, bytes]]) -> None:
+    """Record ``(address hex, entry bytes)`` pairs in ``log_queue`` as one batch; no lock.
+
+    The write transaction's part of the log (docs/log.md, "Sequencing and integration"):
+    the entries commit with the write or not at all, and get their indices later from the
+    integrator (store/log/integrate.py), in batch order then recording order. On PostgreSQL
+    the batch number is taken from the ``log_queue_batches`` sequence by this statement, the
+    transaction's last before its commit; SQLite runs one writer at a time, so one more than
+    the largest queued batch orders batches as their transactions commit.
+    """
+    if not entries:
+        return
+    if conn.dialect.name == "postgresql":
+        if len(entries) >= COPY_MIN_ROWS:
+            batch = int(driver_rows(conn, "SELECT nextval('log_queue_batches')")[0][0])
+            rows = [(batch, i, a, d) for i, (a, d) in enumerate(entries)]
+            copy_rows(conn, "log_queue", ("batch", "pos", "address", "entry"), _QUEUE_TYPES, rows)
+            return
+        columns = (
+            list(range(len(entries))),
+            [a for a, _ in entries],
+            [d for _, d in entries],
+        )
+        driver_rows(conn, _ENQUEUE_PG, columns)
+        return
+    top = driver_rows(conn, "SELECT COALESCE(MAX(batch), 0) + 1 FROM log_queue")[0][0]
+    driver_rows(
+        conn,
+        "INSERT INTO log_queue (batch, pos, address, entry) VALUES (?, ?, ?, ?)",
+        [(int(top), i, a, d) for i, (a, d) in enumerate(entries)],
+        many=True,
+    )
 
 
 def append_entry(
@@ -184,13 +227,13 @@ def append_entry(
     kind: str | None = None,
     root: str | None = None,
 ) -> None:
-    """Record one log entry for the write transaction on ``conn``; appended at its commit.
+    """Record one log entry for the write transaction on ``conn``; queued at its commit.
 
     Call it from inside :meth:`evstore.db.engine.Database.run_transaction` (or
-    ``Store.transaction``)
-    for every accepted write that changes what the store holds: the entries are appended,
-    in recording order, just before that transaction commits, with one accepting time. In a
-    transaction that rolls back (or a validate run) nothing is appended.
+    ``Store.transaction``) for every accepted write that changes what the store holds: the
+    entries are queued (:func:`enqueue_entries`), in recording order, just before that
+    transaction commits, with one accepting time; the integrator indexes them later. In a
+    transaction that rolls back (or a validate run) nothing is recorded.
 
     Args:
         conn: the open write transaction.
@@ -400,8 +443,9 @@ _HEAD_SQL_PG = _head_sql("CAST(NULL AS integer), CAST(NULL AS bigint), CAST(NULL
 def append_entries(conn: Connection, entries: Sequence[tuple[str, bytes]]) -> int:
     """Append ``(address hex, entry bytes)`` pairs now, under the log lock; return the first index.
 
-    One insert of the entries and one of the subtrees they complete. Normally called by the
-    commit hook :func:`append_entry` registers (and by the migration that creates the log).
+    One insert of the entries and one of the subtrees they complete. Called by the
+    integrator (store/log/integrate.py) and by the migrations that create the log (0007)
+    and take its queue away (0010's downgrade); a write transaction queues instead.
 
     Raises:
         CorruptionError: ``corruption.log`` when a stored frontier subtree is missing.

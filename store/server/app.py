@@ -71,6 +71,7 @@ ROUTER_MODULES: tuple[str, ...] = (
     "bulk_routes",  # many objects in one transaction (issue 28)
     "check_routes",  # check run by the server, streamed (issue 28)
     "audit_routes",  # audit run by the server, streamed; recorded runs (issue 28)
+    "tile_routes",  # the log as C2SP tlog-tiles: P/checkpoint, P/tile/... (issue 26)
     "ui",  # HTML pages under P/ui (issue 15, evstore.pages)
 )
 

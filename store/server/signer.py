@@ -1,12 +1,18 @@
-"""Checkpoints signed on a schedule by the server (issue 13, docs/log.md#checkpoints).
+"""The log integrated and signed on a schedule by the server (issues 13, 26; docs/log.md).
 
-``evstore serve --log-key PATH`` signs a checkpoint of every served store's log every
-``--checkpoint-every`` seconds (default 60), from a task of the server's event loop: the
-signing itself (:meth:`evstore.log.ops.LogOps.checkpoint`) runs in a worker thread, checks that
-the new tree is consistent with the previous checkpoint before it signs, and signs nothing
-when the log has not grown. A store whose log has no verifier key, or another one, is logged
-once per reason and skipped; the other stores are still signed. The private key stays a
-file: its path is all the server holds.
+``evstore serve --log-key PATH`` makes the server the log's operator for every served
+store: every :data:`INTEGRATE_EVERY_S` seconds it integrates the queued entries
+(:meth:`evstore.log.ops.LogOps.integrate`: dense indices in commit order, one integrator at
+a time across servers), and every ``--checkpoint-every`` seconds (default 60) it signs a
+checkpoint (:meth:`~evstore.log.ops.LogOps.checkpoint`, which integrates first, checks that
+the new tree is consistent with the previous checkpoint, and signs nothing when the log has
+not grown). So an entry accepted at time t is in the tree by about t + INTEGRATE_EVERY_S and
+in a signed checkpoint by about t + checkpoint-every + INTEGRATE_EVERY_S. Both run in
+worker threads from one task of the server's event loop. A store whose log has no verifier
+key, or another one, is logged once per reason and still integrated; the other stores are
+still signed. Without ``--log-key`` the server neither integrates nor signs: whoever holds
+the key runs ``evstore log integrate`` or ``evstore log checkpoint``. The private key stays
+a file: its path is all the server holds.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -21,45 +28,67 @@ from starlette.concurrency import run_in_threadpool
 
 from .. import EvstoreError
 
-__all__ = ["DEFAULT_EVERY_S", "signing"]
+__all__ = ["DEFAULT_EVERY_S", "INTEGRATE_EVERY_S", "signing"]
 
 #: Seconds between two signing rounds when ``--checkpoint-every`` is not given.
 DEFAULT_EVERY_S = 60.0
+#: Seconds between two integration rounds (never more than ``checkpoint_every``).
+INTEGRATE_EVERY_S = 1.0
 
 log = logging.getLogger("server")
 
 
-async def _rounds(stores: Sequence[tuple[str | None, Any]], key_path: str, every_s: float) -> None:
+def _say_once(said: set[tuple[str | None, str]], name: str | None, what: str, err: Any) -> None:
+    if (name, err.code) not in said:  # once per store and reason, not every round
+        said.add((name, err.code))
+        log.warning("%s of /%s: %s", what, name or "", err)
+
+
+async def _rounds(
+    stores: Sequence[tuple[str | None, Any]], key_path: str, every_s: float, integrate_s: float
+) -> None:
     said: set[tuple[str | None, str]] = set()
+    last_signed = -float("inf")
     while True:
+        sign = time.monotonic() - last_signed >= every_s
+        if sign:
+            last_signed = time.monotonic()
         for name, store in stores:
+            if sign:
+                try:
+                    done = await run_in_threadpool(store.log.checkpoint, key_path)
+                except EvstoreError as err:
+                    _say_once(said, name, "checkpoint not signed", err)
+                else:
+                    if done.get("new"):
+                        log.info("signed checkpoint of /%s at size %s", name or "", done["size"])
+                    continue
             try:
-                done = await run_in_threadpool(store.log.checkpoint, key_path)
+                await run_in_threadpool(store.log.integrate)
             except EvstoreError as err:
-                if (name, err.code) not in said:  # once per store and reason, not every round
-                    said.add((name, err.code))
-                    log.warning("checkpoint of /%s not signed: %s", name or "", err)
-                continue
-            if done.get("new"):
-                log.info("signed checkpoint of /%s at size %s", name or "", done.get("size"))
-        await asyncio.sleep(every_s)
+                _say_once(said, name, "log not integrated", err)
+        await asyncio.sleep(min(integrate_s, every_s))
 
 
 @contextlib.asynccontextmanager
 async def signing(
-    stores: Sequence[tuple[str | None, Any]], key_path: str | None, every_s: float
+    stores: Sequence[tuple[str | None, Any]],
+    key_path: str | None,
+    every_s: float,
+    integrate_s: float = INTEGRATE_EVERY_S,
 ) -> AsyncIterator[None]:
-    """Run the signing rounds while the app is up (nothing when ``key_path`` is None).
+    """Run the integration and signing rounds while the app is up (none without a key).
 
     Args:
         stores: ``(name, Store)`` of every served store (name None for an unnamed one).
         key_path: the Ed25519 private key file (``evstore log init-key``), or None.
-        every_s: seconds between rounds (> 0).
+        every_s: seconds between signing rounds (> 0).
+        integrate_s: seconds between integration rounds (> 0).
     """
     if key_path is None:
         yield
         return
-    task = asyncio.create_task(_rounds(stores, key_path, every_s))
+    task = asyncio.create_task(_rounds(stores, key_path, every_s, integrate_s))
     try:
         yield
     finally:

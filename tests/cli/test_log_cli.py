@@ -34,6 +34,11 @@ def test_the_log_workflow_through_the_console_script(store_url, tmp_path):
     assert ev("put", "a.txt").returncode == 0
     assert ev("ingest", "d.json").returncode == 0
     r = ev("log", "--json")
+    assert json.loads(r.stdout)["pending"] == 2 and json.loads(r.stdout)["size"] == 0
+    r = ev("log", "integrate", "--json")  # no key anywhere: integrates, signs nothing
+    out = json.loads(r.stdout)
+    assert r.returncode == 0 and out["integrated"] == 2 and out["checkpoint"] is None
+    r = ev("log", "--json")
     status = json.loads(r.stdout)
     assert r.returncode == 0 and status["size"] == 2 and status["checkpoint"] is None
     assert b"no signed checkpoint" in ev("log").stdout

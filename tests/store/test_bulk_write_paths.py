@@ -19,6 +19,7 @@ N = 600  # above the COPY threshold (evstore.db.engine.COPY_MIN_ROWS) and SQLite
 
 
 def _count(store: evstore.Store, table: sa.Table) -> int:
+    store.log.integrate()  # queued log entries join log_entries
     with store.db.read() as conn:
         return int(conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one())
 

@@ -30,6 +30,7 @@ MAX = 300
 # -- helpers ---------------------------------------------------------------------------------
 def _fill(store: evstore.Store, n: int, tag: str = "e") -> list[bytes]:
     store.put_many([f"{tag} {i}".encode() for i in range(n)])
+    store.log.integrate()
     with store.db.read() as conn:
         rows = conn.execute(sa.select(log_entries.c.entry).order_by(log_entries.c.idx)).all()
     return [bytes(r.entry) for r in rows]
@@ -61,6 +62,8 @@ def test_each_accepted_write_appends_one_entry_and_repeats_append_nothing(store,
     with pytest.raises(evstore.InputError):
         store.ingest([Document(b'{"c": 3}'), Document(b'{"bad": ')])  # rejected: nothing
     assert snapshot(store) == before
+    assert store.log.entries() == []  # queued, not in the tree yet
+    assert store.log.integrate()["integrated"] == 2
     rows = store.log.entries()
     assert [r["index"] for r in rows] == [0, 1]
     first, second = (r["entry"] for r in rows)
@@ -81,6 +84,7 @@ def test_each_accepted_write_appends_one_entry_and_repeats_append_nothing(store,
 def test_the_same_bytes_as_another_kind_and_supplied_content_are_logged(store):
     store.put(b'{"same":true}')
     store.ingest([Document(b'{"same":true}', kind="json")])
+    store.log.integrate()
     ops = [(r["entry"]["op"], r["entry"].get("kind")) for r in store.log.entries()]
     assert ops == [("put", None), ("ingest", "json")]
 
@@ -172,6 +176,7 @@ def test_the_migration_appends_what_existed_before_the_log_in_the_documented_ord
     assert len(arts) == 3 and len(loose) == 2
     assert list(store.check(record=False)) == []
     store.put(b"after the migration")  # appends after the backfill
+    store.log.integrate()
     assert store.log.entries()[-1]["index"] == 5
 
 

@@ -27,6 +27,7 @@ def keyed(store, tmp_path):
 
 def _fill(store, n, tag="p"):
     store.put_many([f"{tag} {i}".encode() for i in range(n)])
+    store.log.integrate()
 
 
 def _vcode(text, vkey, content=None):
@@ -141,6 +142,8 @@ def test_proof_requests_outside_the_checkpoint_are_typed(keyed):
     store.log.checkpoint(key)
     late = store.put(b"after the checkpoint")
     assert _codes(lambda: store.log.prove(index=3)) == "log.range"
+    assert _codes(lambda: store.log.prove(late.digest.address)) == "log.not-integrated"
+    store.log.integrate()  # in the tree now, but beyond the signed checkpoint
     assert _codes(lambda: store.log.prove(late.digest.address)) == "log.not-logged"
     assert _codes(lambda: store.log.prove("blake3:" + "0" * 64)) == "log.not-logged"
     assert _codes(lambda: store.log.prove("sha256:" + "0" * 64)) == "log.not-logged"
@@ -388,8 +391,10 @@ def test_a_rejected_or_validated_ingest_appends_nothing_on_any_path(store, snaps
     with pytest.raises(evstore.InputError):
         store.put_many([b"ok", 42])  # type: ignore[list-item]
     assert snapshot(store) == before
+    store.log.integrate()
     assert [e["entry"]["op"] for e in store.log.entries()] == ["ingest"]
     assert store.put_many([b"one", b"two", b"one"], batch=1)[2].new is False
+    store.log.integrate()
     assert [e["entry"]["op"] for e in store.log.entries()] == ["ingest", "put", "put"]
 
 
@@ -399,9 +404,11 @@ def test_large_streamed_puts_are_logged_once(store):
     data = os.urandom(3 << 20)
     assert store.put(io.BytesIO(data)).new is True
     assert store.put(io.BytesIO(data)).new is False
+    store.log.integrate()
     (entry,) = [e["entry"] for e in store.log.entries()]
     assert entry["size"] == len(data) and entry["op"] == "put"
     assert [e["entry"]["size"] for e in store.log.entries()] == [len(data)]
     store.ingest([Document(b'{"x": 1}')])
+    store.log.integrate()
     assert len(store.log.entries()) == 2
     assert list(store.check(record=False)) == []

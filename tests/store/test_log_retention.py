@@ -16,6 +16,7 @@ def _clock():
 
 
 def _ops(store, start=0):
+    store.log.integrate()
     return [
         (e["entry"]["op"], e["entry"]["address"], e["entry"].get("root"))
         for e in store.log.entries(start)
@@ -29,6 +30,7 @@ def test_retain_release_and_gc_append_entries_in_their_transactions(store, tmp_p
         (m,) = store.ingest([manifest_doc()], supplied=[CONTENT]).results
     content = evstore.digest_bytes(CONTENT)
     assert sorted(op for op, _, _ in _ops(store)) == ["ingest", "put", "put"]
+    store.log.integrate()
     start = len(store.log.entries())
     store.retention.retain([a.digest.address], "published")
     assert _ops(store, start) == [("retain", a.digest.address, "published")]
@@ -38,6 +40,7 @@ def test_retain_release_and_gc_append_entries_in_their_transactions(store, tmp_p
         ("release", a.digest.address, "published"),
         *sorted([("release", a.digest.address, "run-1"), ("release", m.digest.address, "run-1")]),
     ]
+    store.log.integrate()
     start = len(store.log.entries())
     done = store.retention.gc()
     deleted = _ops(store, start)
@@ -68,6 +71,7 @@ def test_retain_release_and_gc_append_entries_in_their_transactions(store, tmp_p
 def test_identical_content_under_a_new_root_appends_one_retain_entry(store):
     put = store.put(b"shared bytes")
     (art,) = store.ingest([manifest_doc()], supplied=[CONTENT]).results
+    store.log.integrate()
     start = len(store.log.entries())
     store.put(b"shared bytes")  # same root (default): nothing
     store.ingest([manifest_doc()], supplied=[CONTENT])

@@ -51,6 +51,7 @@ def test_every_answered_time_has_one_spelling(store, backend):
     for value in (run.started_at, run.finished_at, recorded["started_at"], recorded["finished_at"]):
         assert _spelt(value), value
 
+    store.log.integrate()
     (logged,) = [r for r in store.log.entries() if r["entry"]["op"] == "ingest"]
     assert _spelt(logged["entry"]["accepted_at"])
 
