@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from .access.tokens import create_token, list_tokens, revoke_token, token_scope
     from .archive.layout import Limits as ArchiveLimits
     from .archive.ops import export_archive, import_archive, verify_archive
+    from .archive.registry import OciRepository
+    from .archive.registry import open_repository as open_oci_repository
     from .contracts.fragments.rules import scope_from_parts as fragment_scope
     from .contracts.fragments.store import PortableFragmentOps
     from .contracts.manifests.rules import manifest_address
@@ -100,6 +102,7 @@ _SOURCES: dict[str, str] = {
     "ListPage": "facade.queries",
     "LogOps": "log.ops",
     "NotFound": "core.errors",
+    "OciRepository": "archive.registry",
     "PortableFragmentOps": "contracts.fragments.store",
     "PortableManifestOps": "contracts.manifests.store",
     "PutResult": "core.results",
@@ -138,6 +141,7 @@ _SOURCES: dict[str, str] = {
     "normalize_uuid": "contracts.packages.rules",
     "object_head": "read.describe",
     "open": "connect",
+    "open_oci_repository": "archive.registry:open_repository",
     "package_context_size": "contracts.packages.rules_context:context_size",
     "parse_ref": "core.refs",
     "revoke_token": "access.tokens",
@@ -170,6 +174,7 @@ __all__ = [
     "ListPage",
     "LogOps",
     "NotFound",
+    "OciRepository",
     "PortableFragmentOps",
     "PortableManifestOps",
     "PutResult",
@@ -208,6 +213,7 @@ __all__ = [
     "normalize_uuid",
     "object_head",
     "open",
+    "open_oci_repository",
     "package_context_size",
     "parse_ref",
     "revoke_token",

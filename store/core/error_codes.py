@@ -52,6 +52,7 @@ _AR, _AR_LIM = "docs/archive.md#hostile-archives", "docs/archive.md#limits"
 _AR_CHK, _AR_PRF = "docs/archive.md#what-verify-checks", "docs/archive.md#proofs"
 _HTTP_BUNDLES = "docs/http.md#bundles"
 _HTTP = "docs/http.md"
+_REGISTRY = "docs/registry.md"
 
 # fmt: off
 TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
@@ -453,6 +454,11 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("archive.cycle", "input", _AR_CHK, "the indexes or the members' edges form a cycle"),
     ("archive.not-canonical", "input", _AR_CHK, "an artifact member is not canonical JSON"),
     ("archive.no-proofs", "input", _AR_PRF, "verify --key on an archive without proofs"),
+    # -- the OCI distribution routes (/v2/): docs/registry.md
+    ("registry.name", "input", _REGISTRY,
+     "a repository name is not a root name, or has a '..', '.' or empty segment (NAME_INVALID)"),
+    ("registry.manifest-unknown", "not-found", _REGISTRY,
+     "the repository has no closure manifest of that tag or digest (MANIFEST_UNKNOWN)"),
     # -- the log: Merkle tree and checkpoints
     ("log.range", "input", "RFC 9162 section 2.1",
      "a proof was asked for an index or tree size outside the log"),
