@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .archive.ops import export_archive, import_archive, verify_archive
     from .archive.registry import OciRepository
     from .archive.registry import open_repository as open_oci_repository
+    from .archive.registry import push_manifest as push_oci_manifest
     from .contracts.fragments.rules import scope_from_parts as fragment_scope
     from .contracts.fragments.store import PortableFragmentOps
     from .contracts.manifests.rules import manifest_address
@@ -144,6 +145,7 @@ _SOURCES: dict[str, str] = {
     "open_oci_repository": "archive.registry:open_repository",
     "package_context_size": "contracts.packages.rules_context:context_size",
     "parse_ref": "core.refs",
+    "push_oci_manifest": "archive.registry:push_manifest",
     "revoke_token": "access.tokens",
     "rooting": "objects.leases",
     "serve": "server.run",
@@ -216,6 +218,7 @@ __all__ = [
     "open_oci_repository",
     "package_context_size",
     "parse_ref",
+    "push_oci_manifest",
     "revoke_token",
     "rooting",
     "serve",

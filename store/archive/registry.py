@@ -11,23 +11,38 @@ index rows and manifests only, never an object's bytes.
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from ..core.canonical import loads
 from ..core.digests import digest_bytes
-from ..core.errors import EvstoreError, error
+from ..core.errors import EvstoreError, NotFound, error
 from ..db.tables import retention_history, roots
-from ..objects.leases import check_root_name
-from .layout import EMPTY_CONFIG, EMPTY_CONFIG_DIGEST, MANIFEST_MEDIA_TYPE
-from .ops import closure_manifest
+from ..objects.leases import check_root_name, rooting
+from .layout import (
+    ANN_ROOT,
+    BLOB_DIR,
+    EMPTY_CONFIG,
+    EMPTY_CONFIG_DIGEST,
+    INDEX_FILE,
+    LAYOUT_FILE,
+    MANIFEST_MEDIA_TYPE,
+    index_bytes,
+    layout_bytes,
+)
+from .ops import closure_manifest, import_archive
 
 if TYPE_CHECKING:
     from ..facade.api import Store
 
-__all__ = ["LATEST", "OciRepository", "check_repository", "open_repository"]
+__all__ = ["LATEST", "OciRepository", "check_repository", "open_repository", "push_manifest"]
 
 #: The tag of the entry a root retained most recently.
 LATEST = "latest"
@@ -74,6 +89,8 @@ class OciRepository:
 
     #: The media type of every manifest a repository serves (an OCI image manifest).
     MANIFEST_MEDIA_TYPE = MANIFEST_MEDIA_TYPE
+    #: :func:`check_repository`: a name that can be a repository, or ``registry.name``.
+    check_name = staticmethod(check_repository)
 
     store: Store
     name: str
@@ -178,3 +195,194 @@ def open_repository(store: Store, name: str) -> OciRepository:
         ).scalar()
     latest = last if isinstance(last, str) else held[-1]
     return OciRepository(store, name, tuple(held), latest)
+
+
+# --------------------------------------------------------------------------- push
+
+#: What a pushed manifest may be (an OCI image manifest; an index or a Docker schema is not
+#: an evstore closure).
+_PUSHABLE = (MANIFEST_MEDIA_TYPE,)
+
+
+def _descriptors(doc: Any) -> list[str]:
+    """The SHA-256 hex of the config and every layer a pushed manifest names.
+
+    Raises:
+        InputError: ``registry.manifest-invalid`` (not an OCI image manifest, or a descriptor
+        without a ``sha256:<64 hex>`` digest).
+    """
+    if (
+        not isinstance(doc, dict)
+        or doc.get("schemaVersion") != 2
+        or doc.get("mediaType", MANIFEST_MEDIA_TYPE) not in _PUSHABLE
+        or not isinstance(doc.get("layers"), list)
+        or not isinstance(doc.get("config"), dict)
+    ):
+        raise error(
+            "registry.manifest-invalid",
+            "a pushed manifest is an OCI image manifest (schemaVersion 2, config, layers) of "
+            "an evstore closure",
+        )
+    out: list[str] = []
+    for i, desc in enumerate([doc["config"], *doc["layers"]]):
+        digest = desc.get("digest") if isinstance(desc, dict) else None
+        if not isinstance(digest, str) or not _HEX64.fullmatch(digest.removeprefix("sha256:")):
+            pointer = "/config" if i == 0 else f"/layers/{i - 1}"
+            raise error(
+                "registry.manifest-invalid",
+                "a descriptor needs a digest sha256:<64 hex>",
+                pointer + "/digest",
+            )
+        if digest.startswith("sha256:"):
+            out.append(digest[7:])
+    return out
+
+
+def _write_layout(
+    store: Store,
+    data: bytes,
+    names: list[str],
+    spooled: Callable[[str], str | None],
+    out: str,
+) -> list[str]:
+    """Write the pushed manifest and every blob it names as an OCI layout in ``out``.
+
+    A blob comes from the upload spool (``spooled(sha256 hex)`` -> a file path) or else from
+    the store (an object already stored); returns the digests found in neither.
+    """
+    blob_dir = os.path.join(out, BLOB_DIR)
+    os.makedirs(blob_dir)
+    sha = digest_bytes(data).sha256
+    entry = {"mediaType": MANIFEST_MEDIA_TYPE, "digest": "sha256:" + sha, "size": len(data)}
+    with open(os.path.join(out, LAYOUT_FILE), "wb") as fh:
+        fh.write(layout_bytes())
+    with open(os.path.join(out, INDEX_FILE), "wb") as fh:
+        fh.write(index_bytes([entry]))
+    with open(os.path.join(blob_dir, sha), "wb") as fh:
+        fh.write(data)
+    missing: list[str] = []
+    for name in dict.fromkeys(names):
+        target = os.path.join(blob_dir, name)
+        if os.path.exists(target):
+            continue
+        if "sha256:" + name == EMPTY_CONFIG_DIGEST:
+            with open(target, "wb") as fh:
+                fh.write(EMPTY_CONFIG)
+            continue
+        path = spooled(name)
+        if path is not None:
+            shutil.copyfile(path, target)
+            continue
+        try:
+            with store.open_blob("sha256:" + name) as (_digest, chunks), open(target, "wb") as fh:
+                for chunk in chunks:
+                    fh.write(chunk)
+        except NotFound:
+            missing.append("sha256:" + name)
+    return missing
+
+
+def push_manifest(
+    store: Store,
+    name: str,
+    reference: str,
+    data: bytes,
+    spooled: Callable[[str], str | None],
+    *,
+    actor: str = "local",
+) -> dict[str, Any]:
+    """Import a pushed closure manifest and its blobs; its root joins the root ``name``.
+
+    docs/registry.md#push.
+
+    The manifest and its blobs are laid out as an OCI layout and imported with every check of
+    ``archive import`` (digests, closure complete, each kind's rules and bindings, one
+    transaction); then the root object is retained under ``name`` (the tag ``latest``).
+
+    Args:
+        store: the open store.
+        name: the repository (root) name.
+        reference: the tag or ``sha256:`` digest the client pushed to: the digest of
+            ``data``, the root's BLAKE3 hex, or ``latest``.
+        data: the manifest's bytes.
+        spooled: the path of an uploaded blob by SHA-256 hex, or None.
+        actor: who pushes (recorded in the retention history).
+
+    Returns:
+        ``{"digest": "sha256:<hex>", "root": "blake3:<hex>", "import": {...}}``.
+
+    Raises:
+        InputError: ``registry.name``; ``registry.manifest-invalid`` (not a closure manifest,
+            or a digest reference other than the body's); ``registry.tag`` (a tag that is
+            neither ``latest`` nor the root's BLAKE3 hex); ``registry.tag-immutable``
+            (``latest`` of a repository whose latest is another manifest); NotFound:
+            ``registry.blob-unknown`` (a
+            named blob neither uploaded nor stored). Any fault of ``archive import``
+            (``archive.*``, the kinds' codes), with ``details.faults``. Nothing is kept then.
+    """
+    check_repository(name)
+    sha = digest_bytes(data).sha256
+    if reference.startswith("sha256:") and reference[7:] != sha:
+        raise error(
+            "registry.manifest-invalid",
+            f"the manifest's digest is sha256:{sha}, not the {reference} it was pushed to",
+            reference=reference,
+        )
+    try:
+        doc = loads(data)
+    except EvstoreError as err:
+        raise error(
+            "registry.manifest-invalid", f"the manifest is not JSON: {err.message}"
+        ) from None
+    names = _descriptors(doc)
+    ann = doc.get("annotations")
+    root = ann.get(ANN_ROOT) if isinstance(ann, dict) else None
+    if not isinstance(root, str) or not root.startswith("blake3:"):
+        raise error(
+            "registry.manifest-invalid",
+            "a closure manifest names its root (annotation dev.evstore.root)",
+            "/annotations",
+        )
+    _check_tag(store, name, reference, root, sha)
+    with tempfile.TemporaryDirectory(prefix="evstore-push-") as tmp:
+        out = os.path.join(tmp, "layout")
+        missing = _write_layout(store, data, names, spooled, out)
+        if missing:
+            raise error(
+                "registry.blob-unknown",
+                f"the manifest names {missing[0]}, which was neither uploaded nor stored",
+                digest=missing[0],
+                missing=missing,
+            )
+        with rooting(name, actor):
+            report = import_archive(store, out)
+    store.retention.retain([root], name, actor=actor)
+    return {"digest": "sha256:" + sha, "root": root, "import": report.to_dict()}
+
+
+def _check_tag(store: Store, name: str, reference: str, root: str, sha: str) -> None:
+    """Refuse a tag that cannot name this manifest (tags are immutable)."""
+    if reference.startswith("sha256:") or reference == root[7:]:
+        return
+    if reference != LATEST:
+        raise error(
+            "registry.tag",
+            f"push to the tag latest, to the root's BLAKE3 hex {root[7:]} or to the "
+            f"manifest's digest, not {reference!r}",
+            reference=reference,
+        )
+    try:
+        repo = open_repository(store, name)
+    except EvstoreError as err:
+        if err.code != "not-found.root":
+            raise
+        return
+    current, current_sha = repo.manifest(LATEST)
+    if current_sha != sha:
+        raise error(
+            "registry.tag-immutable",
+            f"the tag latest of {name!r} names sha256:{current_sha}; tags are immutable: push "
+            "to the root's BLAKE3 hex or the manifest's digest",
+            reference=reference,
+            current="sha256:" + current_sha,
+        )

@@ -55,6 +55,8 @@ class Limits:
             return self.object_bytes
         if path.endswith("/v1/bundles"):
             return self.bundle_bytes
+        if "/v2/" in path and "/blobs/uploads/" in path:  # OCI blob uploads (registry.py)
+            return self.object_bytes
         return self.json_bytes
 
 

@@ -24,8 +24,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
+import os
 import re
+import tempfile
+import uuid
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -40,10 +45,11 @@ from .. import (
     http_status,
     object_head,
     open_oci_repository,
+    push_oci_manifest,
     token_scope,
 )
 from .app import Served, served
-from .auth import SCOPES
+from .auth import SCOPES, actor
 from .objects import IMMUTABLE, get_object
 
 __all__ = ["API_VERSION", "oci_error", "router"]
@@ -74,6 +80,15 @@ _OCI_CODES: dict[str, tuple[str, int]] = {
     "http.too-large": ("SIZE_INVALID", 413),
     "http.method": ("UNSUPPORTED", 405),
     "http.route": ("UNSUPPORTED", 404),
+    "registry.manifest-invalid": ("MANIFEST_INVALID", 400),
+    "registry.tag": ("TAG_INVALID", 400),
+    "registry.tag-immutable": ("DENIED", 409),
+    "registry.blob-unknown": ("MANIFEST_BLOB_UNKNOWN", 404),
+    "registry.upload-unknown": ("BLOB_UPLOAD_UNKNOWN", 404),
+    "registry.upload-invalid": ("BLOB_UPLOAD_INVALID", 400),
+    "put.digest-mismatch": ("DIGEST_INVALID", 400),
+    "archive.missing-blob": ("MANIFEST_BLOB_UNKNOWN", 404),
+    "archive.digest-mismatch": ("DIGEST_INVALID", 400),
 }
 
 
@@ -292,6 +307,17 @@ def _pull(request: Request, one: Served, rest: str) -> Response:
 async def _answer(request: Request, rest: str) -> Response:
     one = served(request)
     try:
+        uploads = _UPLOADS.fullmatch(rest)
+        if uploads is not None:
+            return await _upload(request, one, uploads["name"], uploads["id"])
+        item = _ITEM.fullmatch(rest)
+        if request.method == "PUT" and item is not None and item["what"] == "manifests":
+            try:
+                return await _push_manifest(request, one, item["name"], item["ref"])
+            except EvstoreError as err:
+                if err.code in _OCI_CODES or err.code.startswith(("http.", "registry.")):
+                    raise
+                return oci_error(err, "MANIFEST_INVALID")
         if request.method in ("GET", "HEAD"):
             return await run_in_threadpool(_pull, request, one, rest)
         raise error("http.method", f"/v2/{rest} does not take {request.method}")
@@ -299,6 +325,191 @@ async def _answer(request: Request, rest: str) -> Response:
         return oci_error(denied.err, headers=denied.headers)
     except EvstoreError as err:
         return oci_error(err)
+
+
+# --------------------------------------------------------------------------- push
+
+
+@dataclass
+class _Upload:
+    """One blob upload session: its spool file, bytes so far and running SHA-256."""
+
+    name: str
+    path: str
+    size: int = 0
+    sha: Any = field(default_factory=hashlib.sha256)
+
+
+class _Spool:
+    """The blob uploads of one served store: sessions, and finished blobs by SHA-256 hex.
+
+    Files live in a temporary directory of this process (removed when it ends); a finished
+    blob stays until a manifest names it (it is then copied into the import) or the server
+    stops. Nothing here is in the store: a refused manifest leaves no object behind.
+    """
+
+    def __init__(self) -> None:
+        self._dir = tempfile.TemporaryDirectory(prefix="evstore-oci-uploads-")
+        self.sessions: dict[str, _Upload] = {}
+        self.done: dict[str, str] = {}
+
+    def start(self, name: str) -> tuple[str, _Upload]:
+        upload_id = uuid.uuid4().hex
+        path = os.path.join(self._dir.name, upload_id)
+        open(path, "wb").close()
+        session = self.sessions[upload_id] = _Upload(name, path)
+        return upload_id, session
+
+    def get(self, name: str, upload_id: str) -> _Upload:
+        session = self.sessions.get(upload_id)
+        if session is None or session.name != name:
+            raise error(
+                "registry.upload-unknown",
+                f"no upload {upload_id!r} in the repository {name!r}",
+                upload=upload_id,
+            )
+        return session
+
+    def drop(self, upload_id: str) -> None:
+        session = self.sessions.pop(upload_id, None)
+        if session is not None and os.path.exists(session.path):
+            os.unlink(session.path)
+
+    def finish(self, upload_id: str, digest: str) -> None:
+        """Close the upload: its bytes must hash to ``digest`` (else dropped, raised)."""
+        session = self.sessions[upload_id]
+        got = session.sha.hexdigest()
+        if digest != "sha256:" + got:
+            self.drop(upload_id)
+            raise error(
+                "put.digest-mismatch",
+                f"the uploaded bytes have SHA-256 {got}, not the {digest} given",
+                expected=digest,
+                sha256="sha256:" + got,
+            )
+        target = os.path.join(self._dir.name, "sha256-" + got)
+        os.replace(session.path, target)
+        self.sessions.pop(upload_id)
+        self.done[got] = target
+
+    def spooled(self, sha256_hex: str) -> str | None:
+        """The file of a finished upload by SHA-256 hex, or None."""
+        return self.done.get(sha256_hex)
+
+
+def _spool(request: Request) -> _Spool:
+    spool = getattr(request.app.state, "oci_spool", None)
+    if spool is None:
+        spool = request.app.state.oci_spool = _Spool()
+    return spool
+
+
+def _upload_headers(name: str, upload_id: str, size: int) -> dict[str, str]:
+    return {
+        **_base_headers(),
+        "Location": f"/v2/{name}/blobs/uploads/{upload_id}",
+        "Docker-Upload-UUID": upload_id,
+        "Range": f"0-{max(size - 1, 0)}",
+    }
+
+
+def _digest_param(request: Request) -> str | None:
+    digest = request.query_params.get("digest")
+    if digest is not None and not (digest.startswith("sha256:") and _HEX64.fullmatch(digest[7:])):
+        raise error("ref.syntax", f"{digest!r} is no sha256:<64 hex> digest", digest=digest)
+    return digest
+
+
+async def _append(request: Request, one: Served, upload_id: str, session: _Upload) -> None:
+    """Append the request body to the upload, within the object size limit."""
+    limit = one.limits.object_bytes
+    start = request.headers.get("content-range")
+    if start is not None:
+        first = start.removeprefix("bytes ").split("-", 1)[0].strip()
+        if not first.isdigit() or int(first) != session.size:
+            raise error(
+                "registry.upload-invalid",
+                f"the chunk starts at {first}, the upload holds {session.size} bytes",
+                size=session.size,
+            )
+    with open(session.path, "ab") as fh:
+        async for chunk in request.stream():
+            session.size += len(chunk)
+            if session.size > limit:
+                _spool(request).drop(upload_id)
+                raise error(
+                    "http.too-large",
+                    f"the blob is over the limit of {limit} bytes",
+                    limit=limit,
+                )
+            session.sha.update(chunk)
+            await run_in_threadpool(fh.write, chunk)
+
+
+def _created(name: str, digest: str) -> Response:
+    headers = {
+        **_base_headers(),
+        "Location": f"/v2/{name}/blobs/{digest}",
+        "Docker-Content-Digest": digest,
+    }
+    return Response(b"", 201, headers=headers)
+
+
+async def _upload(request: Request, one: Served, name: str, upload_id: str) -> Response:
+    """``POST``, ``PATCH``, ``PUT``, ``GET``, ``DELETE`` of ``/v2/NAME/blobs/uploads/[ID]``."""
+    OciRepository.check_name(name)
+    await run_in_threadpool(_authorize, request, one, "ingest", name)
+    spool = _spool(request)
+    method = request.method
+    if method == "POST" and upload_id == "":
+        mount = request.query_params.get("mount")
+        if mount is not None and mount.startswith("sha256:") and _HEX64.fullmatch(mount[7:]):
+            who = actor(request)
+            gone = await run_in_threadpool(lambda: one.store.retention.missing([mount], actor=who))
+            if not gone:  # stored already: its lease is extended, nothing to upload
+                return _created(name, mount)
+        digest = _digest_param(request)
+        new_id, session = spool.start(name)
+        if digest is not None:  # a monolithic upload: the body is the blob
+            await _append(request, one, new_id, session)
+            spool.finish(new_id, digest)
+            return _created(name, digest)
+        return Response(b"", 202, headers=_upload_headers(name, new_id, 0))
+    session = spool.get(name, upload_id)
+    if method == "PATCH":
+        await _append(request, one, upload_id, session)
+        return Response(b"", 202, headers=_upload_headers(name, upload_id, session.size))
+    if method == "PUT":
+        digest = _digest_param(request)
+        if digest is None:
+            raise error("registry.upload-invalid", "close an upload with ?digest=sha256:<hex>")
+        await _append(request, one, upload_id, session)
+        spool.finish(upload_id, digest)
+        return _created(name, digest)
+    if method == "GET":
+        return Response(b"", 204, headers=_upload_headers(name, upload_id, session.size))
+    if method == "DELETE":
+        spool.drop(upload_id)
+        return Response(b"", 204, headers=_base_headers())
+    raise error("http.method", f"an upload does not take {method}")
+
+
+async def _push_manifest(request: Request, one: Served, name: str, reference: str) -> Response:
+    """``PUT /v2/NAME/manifests/REFERENCE``: import the closure, root it under NAME."""
+    OciRepository.check_name(name)
+    await run_in_threadpool(_authorize, request, one, "ingest", name)
+    data = await request.body()
+    spool = _spool(request)
+    who = actor(request)
+    out = await run_in_threadpool(
+        lambda: push_oci_manifest(one.store, name, reference, data, spool.spooled, actor=who)
+    )
+    headers = {
+        **_base_headers(),
+        "Location": f"/v2/{name}/manifests/{out['digest']}",
+        "Docker-Content-Digest": out["digest"],
+    }
+    return Response(b"", 201, headers=headers)
 
 
 @router.api_route("/v2/", methods=["GET", "HEAD"], include_in_schema=False)
