@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from ..core.canonical import loads
+from ..core.canonical import loads_canonical
 from ..core.digests import digest_bytes
 from ..core.errors import EvstoreError, NotFound, error
 from ..db.tables import retention_history, roots
@@ -329,11 +329,23 @@ def push_manifest(
             reference=reference,
         )
     try:
-        doc = loads(data)
+        doc, canonical = loads_canonical(data)
     except EvstoreError as err:
         raise error(
             "registry.manifest-invalid", f"the manifest is not JSON: {err.message}"
         ) from None
+    if canonical != data:
+        # A client that re-serialises the manifest (oras' SDK sends json.dumps of it) pushes
+        # by tag: the closure manifest is its canonical form, as export writes it. Pushed by
+        # digest, the bytes are what the digest names and must be canonical already.
+        if reference.startswith("sha256:"):
+            raise error(
+                "registry.manifest-invalid",
+                "a manifest pushed by digest is in its canonical form (RFC 8785), as "
+                "archive export writes it",
+                reference=reference,
+            )
+        data, sha = canonical, digest_bytes(canonical).sha256
     names = _descriptors(doc)
     ann = doc.get("annotations")
     root = ann.get(ANN_ROOT) if isinstance(ann, dict) else None

@@ -423,6 +423,10 @@ def _digest_param(request: Request) -> str | None:
 async def _append(request: Request, one: Served, upload_id: str, session: _Upload) -> None:
     """Append the request body to the upload, within the object size limit."""
     limit = one.limits.object_bytes
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and session.size + int(declared) > limit:
+        _spool(request).drop(upload_id)
+        raise error("http.too-large", f"the blob is over the limit of {limit} bytes", limit=limit)
     start = request.headers.get("content-range")
     if start is not None:
         first = start.removeprefix("bytes ").split("-", 1)[0].strip()
