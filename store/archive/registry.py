@@ -24,10 +24,14 @@ import sqlalchemy as sa
 from ..core.canonical import loads_canonical
 from ..core.digests import digest_bytes
 from ..core.errors import EvstoreError, NotFound, error
-from ..db.tables import retention_history, roots
+from ..db.tables import artifacts, blobs, edges, retention_history, roots
 from ..objects.leases import check_root_name, rooting
 from .layout import (
+    ANN_ADDRESS,
+    ANN_KIND,
+    ANN_ROLE,
     ANN_ROOT,
+    ARTIFACT_TYPE,
     BLOB_DIR,
     EMPTY_CONFIG,
     EMPTY_CONFIG_DIGEST,
@@ -42,10 +46,19 @@ from .ops import closure_manifest, import_archive
 if TYPE_CHECKING:
     from ..facade.api import Store
 
-__all__ = ["LATEST", "OciRepository", "check_repository", "open_repository", "push_manifest"]
+__all__ = [
+    "LATEST",
+    "REFERRERS_MAX",
+    "OciRepository",
+    "check_repository",
+    "open_repository",
+    "push_manifest",
+]
 
 #: The tag of the entry a root retained most recently.
 LATEST = "latest"
+#: The most referrers one answer lists.
+REFERRERS_MAX = 1000
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 #: A tag as the distribution spec allows it (``[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}``).
@@ -162,6 +175,73 @@ class OciRepository:
             if err.code != "registry.manifest-unknown":
                 raise
             return None
+
+    def referrers(self, digest: str, artifact_type: str | None = None) -> bytes:
+        """``GET /v2/NAME/referrers/DIGEST``: an OCI image index of what refers to an object.
+
+        The subject is a stored object by ``sha256:<hex>`` (or one of this repository's
+        closure manifests: its root). Each object with an edge to it is listed as the
+        descriptor of its closure manifest, annotated with its address, kinds and the edge's
+        role; ``artifact_type`` keeps those of that ``artifactType`` (every closure manifest
+        is ``application/vnd.evstore.closure.v1``). At most :data:`REFERRERS_MAX` referrers,
+        by address. An unknown subject has none (an empty index, as the spec asks).
+
+        Raises:
+            RefSyntaxError: ``ref.syntax`` (not ``sha256:<64 hex>``).
+        """
+        if not digest.startswith("sha256:") or not _HEX64.fullmatch(digest[7:]):
+            raise error("ref.syntax", f"{digest!r} is no sha256:<64 hex> digest", digest=digest)
+        with self.store.transactions.read() as conn:
+            found = conn.execute(
+                sa.select(blobs.c.address).where(blobs.c.sha256 == digest[7:]).limit(1)
+            ).scalar()
+        subject = found if isinstance(found, str) else None
+        if subject is None:
+            for address in self.entries:
+                if self.manifest(address)[1] == digest[7:]:
+                    subject = address
+                    break
+        entries: list[dict[str, Any]] = []
+        if subject is not None and artifact_type in (None, ARTIFACT_TYPE):
+            entries = self._referrer_entries(subject)
+        return index_bytes(entries)
+
+    def _referrer_entries(self, subject: str) -> list[dict[str, Any]]:
+        with self.store.transactions.read() as conn:
+            rows = conn.execute(
+                sa.select(edges.c.src, edges.c.role)
+                .where(edges.c.dst == subject)
+                .order_by(edges.c.src, edges.c.role)
+                .limit(REFERRERS_MAX * 4)
+            ).all()
+            roles: dict[str, list[str]] = {}
+            for src, role in rows:
+                roles.setdefault(src, []).append(role)
+            sources = sorted(roles)[:REFERRERS_MAX]
+            kinds: dict[str, list[str]] = {}
+            for a, k in conn.execute(
+                sa.select(artifacts.c.address, artifacts.c.kind).where(
+                    artifacts.c.address.in_(sources)
+                )
+            ):
+                kinds.setdefault(a, []).append(k)
+            out = []
+            for src in sources:
+                data = closure_manifest(conn, "blake3:" + src)
+                out.append(
+                    {
+                        "mediaType": MANIFEST_MEDIA_TYPE,
+                        "artifactType": ARTIFACT_TYPE,
+                        "digest": "sha256:" + digest_bytes(data).sha256,
+                        "size": len(data),
+                        "annotations": {
+                            ANN_ADDRESS: "blake3:" + src,
+                            ANN_KIND: ",".join(sorted(kinds.get(src, []))) or "blob",
+                            ANN_ROLE: ",".join(roles[src]),
+                        },
+                    }
+                )
+        return out
 
 
 def open_repository(store: Store, name: str) -> OciRepository:

@@ -244,6 +244,7 @@ def _blob_response(request: Request, one: Served, repo: OciRepository, digest: s
 
 
 _OCTETS = "application/octet-stream"
+_INDEX = "application/vnd.oci.image.index.v1+json"
 
 
 def _tags_response(request: Request, repo: OciRepository) -> Response:
@@ -301,7 +302,12 @@ def _pull(request: Request, one: Served, rest: str) -> Response:
         return _manifest_response(data, sha, head)
     if item["what"] == "blobs":
         return _blob_response(request, one, repo, item["ref"])
-    raise error("http.route", f"no route {request.method} /v2/{rest}")
+    wanted = request.query_params.get("artifactType")
+    index = repo.referrers(item["ref"], wanted)
+    headers = _base_headers()
+    if wanted is not None:
+        headers["OCI-Filters-Applied"] = "artifactType"
+    return Response(index, 200, headers=headers, media_type=_INDEX)
 
 
 async def _answer(request: Request, rest: str) -> Response:

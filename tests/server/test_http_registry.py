@@ -187,3 +187,32 @@ def test_public_read_needs_no_token_and_latest_follows_retention(store_url, tmp_
         assert c.get("/v2/token").json()["token"] == "anonymous"
     finally:
         server.stop()
+
+
+def test_referrers_list_what_refers_to_an_object(store_url, registry):
+    filled = _fill(store_url)
+    with evstore.open(store_url) as store:
+        sha_a = store.stat(filled["blobs"][0])["sha256"]
+        sha_doc = store.stat(filled["root"])["sha256"]
+    c = registry.client("read")
+    r = c.get(f"/v2/{ROOT}/referrers/{sha_a}")
+    assert r.status_code == 200
+    assert r.headers["content-type"] == "application/vnd.oci.image.index.v1+json"
+    index = r.json()
+    (entry,) = index["manifests"]
+    assert entry["annotations"]["dev.evstore.address"] == filled["root"]
+    assert entry["annotations"]["dev.evstore.role"] == "mentions"
+    assert entry["artifactType"] == "application/vnd.evstore.closure.v1"
+    manifest = c.get(f"/v2/{ROOT}/manifests/{entry['digest']}")  # the referrer's closure
+    assert manifest.status_code == 200 and len(manifest.content) == entry["size"]
+    kept = c.get(
+        f"/v2/{ROOT}/referrers/{sha_a}",
+        params={"artifactType": "application/vnd.evstore.closure.v1"},
+    )
+    assert kept.json() == index and kept.headers["oci-filters-applied"] == "artifactType"
+    other = c.get(f"/v2/{ROOT}/referrers/{sha_a}", params={"artifactType": "text/plain"})
+    assert other.json()["manifests"] == []
+    assert c.get(f"/v2/{ROOT}/referrers/{sha_doc}").json()["manifests"] == []  # nothing refers
+    assert c.get(f"/v2/{ROOT}/referrers/sha256:{'0' * 64}").json()["manifests"] == []
+    bad = c.get(f"/v2/{ROOT}/referrers/sha256:nothex")
+    assert bad.status_code == 400 and bad.json()["errors"][0]["code"] == "DIGEST_INVALID"

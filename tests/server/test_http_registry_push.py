@@ -245,3 +245,24 @@ def test_oras_pulls_and_pushes_a_closure_and_a_blob(store_url, target, tmp_path)
     out = tmp_path / "one.bin"
     reader.download_blob(container, one, str(out))
     assert hashlib.sha256(out.read_bytes()).hexdigest() == one[7:]
+
+
+def test_oras_lists_referrers(store_url, target, tmp_path):
+    """The oras SDK (no referrers call of its own) asks through its authenticated session."""
+    import oras.client
+
+    src = _source(store_url, tmp_path)
+    c = _client(target)
+    _push_layout(c, NAME, tmp_path / "export")
+    r = c.put(
+        f"/v2/{NAME}/manifests/latest", content=src["manifest"], headers={"Content-Type": _MANIFEST}
+    )
+    assert r.status_code == 201
+    host = target.base.removeprefix("http://")
+    reader = oras.client.OrasClient(hostname=host, insecure=True)
+    reader.auth.set_basic_auth("evstore", target.tokens["read"])
+    sha = hashlib.sha256(b"pushed evidence two ").hexdigest()
+    r = reader.do_request(f"http://{host}/v2/{NAME}/referrers/sha256:{sha}", "GET")
+    assert r.status_code == 200
+    (entry,) = r.json()["manifests"]
+    assert entry["annotations"]["dev.evstore.address"] == src["root"]
