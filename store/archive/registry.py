@@ -11,12 +11,12 @@ index rows and manifests only, never an object's bytes.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -57,6 +57,8 @@ __all__ = [
 
 #: The tag of the entry a root retained most recently.
 LATEST = "latest"
+#: Retention events looked at for the tag latest (the newest still held wins).
+_HISTORY_LOOK = 1000
 #: The most referrers one answer lists.
 REFERRERS_MAX = 1000
 
@@ -89,15 +91,14 @@ def check_repository(name: str) -> str:
     return name
 
 
-@dataclass(frozen=True)
 class OciRepository:
     """One retention root seen as an OCI repository (open it with :func:`open_repository`).
 
     Attributes:
         store: the open store it reads.
         name: the root's name.
-        entries: the BLAKE3 hex of every object it holds, sorted.
-        latest: the entry retained most recently (BLAKE3 hex).
+        entries: the BLAKE3 hex of every object it holds, sorted (read on first use).
+        latest: the entry retained most recently (BLAKE3 hex; read on first use).
     """
 
     #: The media type of every manifest a repository serves (an OCI image manifest).
@@ -105,10 +106,34 @@ class OciRepository:
     #: :func:`check_repository`: a name that can be a repository, or ``registry.name``.
     check_name = staticmethod(check_repository)
 
-    store: Store
-    name: str
-    entries: tuple[str, ...]
-    latest: str
+    def __init__(self, store: Store, name: str) -> None:
+        self.store = store
+        self.name = name
+
+    @functools.cached_property
+    def entries(self) -> tuple[str, ...]:
+        """The BLAKE3 hex of every object the root holds, sorted."""
+        with self.store.transactions.read() as conn:
+            q = sa.select(roots.c.address).where(roots.c.name == self.name)
+            return tuple(sorted(r.address for r in conn.execute(q)))
+
+    @functools.cached_property
+    def latest(self) -> str:
+        """The entry retained most recently (by the retention history; else the last)."""
+        held = self.entries
+        with self.store.transactions.read() as conn:
+            last = conn.execute(
+                sa.select(retention_history.c.address)
+                .where(
+                    retention_history.c.root == self.name,
+                    retention_history.c.action == "retain",
+                )
+                .order_by(retention_history.c.id.desc())
+                .limit(_HISTORY_LOOK)
+            ).all()
+        keep = set(held)
+        found = next((r.address for r in last if r.address in keep), None)
+        return found if found is not None else held[-1]
 
     def tags(self) -> list[str]:
         """Every tag, sorted: each entry's BLAKE3 hex and ``latest``."""
@@ -253,28 +278,12 @@ def open_repository(store: Store, name: str) -> OciRepository:
     """
     check_repository(name)
     with store.transactions.read() as conn:
-        held = sorted(
-            r.address for r in conn.execute(sa.select(roots.c.address).where(roots.c.name == name))
-        )
-        if not held:
-            raise error("not-found.root", f"no root named {name!r} holds anything", root=name)
-        held_now = (
-            sa.select(roots.c.address)
-            .where(roots.c.name == name, roots.c.address == retention_history.c.address)
-            .exists()
-        )
-        last = conn.execute(
-            sa.select(retention_history.c.address)
-            .where(
-                retention_history.c.root == name,
-                retention_history.c.action == "retain",
-                held_now,
-            )
-            .order_by(retention_history.c.id.desc())
-            .limit(1)
+        held = conn.execute(
+            sa.select(roots.c.address).where(roots.c.name == name).limit(1)
         ).scalar()
-    latest = last if isinstance(last, str) else held[-1]
-    return OciRepository(store, name, tuple(held), latest)
+    if held is None:
+        raise error("not-found.root", f"no root named {name!r} holds anything", root=name)
+    return OciRepository(store, name)
 
 
 # --------------------------------------------------------------------------- push
