@@ -48,8 +48,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LATEST",
-    "REFERRERS_MAX",
     "OciRepository",
+    "REFERRERS_MAX",
     "check_repository",
     "open_repository",
     "push_manifest",

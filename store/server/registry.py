@@ -1,4 +1,4 @@
-"""The OCI distribution API (pull) over a served store: ``/v2/...`` (docs/registry.md).
+"""The OCI distribution API over a served store: ``/v2/...`` (docs/registry.md).
 
 Registry tools (``skopeo``, ``oras``, ``crane``) pull retained closures with it. A retention
 root ``R`` is the repository ``R`` (a name may hold ``/``: the path is parsed from its end);
@@ -12,6 +12,11 @@ Routes (OCI distribution spec v1.1, "Pull" and "Content discovery"):
 * ``GET``/``HEAD /v2/<name>/blobs/sha256:<hex>`` (one ``Range``; verified on read as
   ``/v1/objects``);
 * ``GET /v2/<name>/tags/list`` (``n``, ``last``; a ``Link`` header when more follow);
+* ``GET /v2/<name>/referrers/sha256:<hex>`` (what refers to an object, by evstore's edges);
+* push (an ``ingest`` token): blob uploads (``POST``/``PATCH``/``PUT .../blobs/uploads/``,
+  ``?mount=``) spooled to temporary files, never to the store, and ``PUT
+  /v2/<name>/manifests/<reference>``: the closure imported as ``archive import`` does
+  (evstore.push_oci_manifest), then retained under the repository;
 * ``GET /v2/token`` — trades HTTP basic auth (an evstore token as the password) for a bearer
   token, the flow ``WWW-Authenticate: Bearer realm=...`` asks clients to follow.
 
@@ -43,7 +48,6 @@ from .. import (
     OciRepository,
     error,
     http_status,
-    object_head,
     open_oci_repository,
     push_oci_manifest,
     token_scope,
@@ -219,16 +223,14 @@ def _blob_response(request: Request, one: Served, repo: OciRepository, digest: s
     if not digest.startswith("sha256:") or not _HEX64.fullmatch(digest[7:]):
         raise error("ref.syntax", f"{digest!r} is no sha256:<64 hex> digest", digest=digest)
     head = request.method == "HEAD"
-    extra = None
     try:
-        object_head(one.store, digest)
+        response = get_object(digest, request, one)
     except EvstoreError as missing:
         if missing.code != "not-found.blob":
             raise
         extra = repo.extra_blob(digest)
         if extra is None:
             raise
-    if extra is not None:
         headers = {
             **_base_headers(),
             "Docker-Content-Digest": digest,
@@ -236,7 +238,6 @@ def _blob_response(request: Request, one: Served, repo: OciRepository, digest: s
             "Content-Length": str(len(extra)),
         }
         return Response(b"" if head else extra, 200, headers=headers, media_type=_OCTETS)
-    response = get_object(digest, request, one)
     response.headers["Content-Type"] = _OCTETS
     response.headers["Docker-Content-Digest"] = digest
     response.headers["Docker-Distribution-API-Version"] = API_VERSION
