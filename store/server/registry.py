@@ -322,9 +322,10 @@ async def _answer(request: Request, rest: str) -> Response:
             try:
                 return await _push_manifest(request, one, item["name"], item["ref"])
             except EvstoreError as err:
-                if err.code in _OCI_CODES or err.code.startswith(("http.", "registry.")):
+                mapped = err.code in _OCI_CODES or err.code.startswith(("http.", "registry."))
+                if mapped or http_status(err) >= 500:
                     raise
-                return oci_error(err, "MANIFEST_INVALID")
+                return oci_error(err, "MANIFEST_INVALID")  # a fault of the closure
         if request.method in ("GET", "HEAD"):
             return await run_in_threadpool(_pull, request, one, rest)
         raise error("http.method", f"/v2/{rest} does not take {request.method}")
