@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     )
     from .archive.layout import Limits as ArchiveLimits
     from .archive.ops import export_archive, import_archive, verify_archive
+    from .archive.registry import OciRepository
+    from .archive.registry import open_repository as open_oci_repository
+    from .archive.registry import push_manifest as push_oci_manifest
     from .contracts.fragments.rules import scope_from_parts as fragment_scope
     from .contracts.fragments.store import PortableFragmentOps
     from .contracts.manifests.rules import manifest_address
@@ -110,6 +113,7 @@ _SOURCES: dict[str, str] = {
     "ListPage": "facade.queries",
     "LogOps": "log.ops",
     "NotFound": "core.errors",
+    "OciRepository": "archive.registry",
     "PortableFragmentOps": "contracts.fragments.store",
     "PortableManifestOps": "contracts.manifests.store",
     "PutResult": "core.results",
@@ -149,8 +153,10 @@ _SOURCES: dict[str, str] = {
     "normalize_uuid": "contracts.packages.rules",
     "object_head": "read.describe",
     "open": "connect",
+    "open_oci_repository": "archive.registry:open_repository",
     "package_context_size": "contracts.packages.rules_context:context_size",
     "parse_ref": "core.refs",
+    "push_oci_manifest": "archive.registry:push_manifest",
     "revoke_token": "access.tokens",
     "rooting": "objects.leases",
     "serve": "server.run",
@@ -184,6 +190,7 @@ __all__ = [
     "ListPage",
     "LogOps",
     "NotFound",
+    "OciRepository",
     "PortableFragmentOps",
     "PortableManifestOps",
     "PutResult",
@@ -223,8 +230,10 @@ __all__ = [
     "normalize_uuid",
     "object_head",
     "open",
+    "open_oci_repository",
     "package_context_size",
     "parse_ref",
+    "push_oci_manifest",
     "revoke_token",
     "rooting",
     "serve",

@@ -94,6 +94,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ExportReport",
     "ImportReport",
+    "closure_manifest",
     "export_archive",
     "import_archive",
     "verify_archive",
@@ -401,6 +402,16 @@ def _plan(
         }
         entries.append((entry, data))
     return entries, objects
+
+
+def closure_manifest(conn: sa.Connection, ref: str) -> bytes:
+    """The closure manifest of the object ``ref`` names, byte for byte as export writes it.
+
+    Raises:
+        RefSyntaxError, NotFound (``not-found.blob``): the ref, or an object of its closure.
+    """
+    entries, _objects = _plan(conn, [ref])
+    return entries[0][1]
 
 
 def _inline_batch(conn: sa.Connection, rows: list[_blobs.BlobRow]) -> dict[str, bytes]:

@@ -174,8 +174,12 @@ class _Run:
             return
         faults.append(error(code, message, pointer, path=path, **kw))
 
-    def json_file(self, name: str) -> Any:
-        """A JSON file of the layout, parsed strictly, or None (fault recorded)."""
+    def json_file(self, name: str, *, canonical: bool = True) -> Any:
+        """A JSON file of the layout, parsed strictly, or None (fault recorded).
+
+        ``canonical=False`` (``oci-layout`` and the indexes, which other OCI tools rewrite in
+        their own spelling) accepts any strict JSON text; its values are checked all the same.
+        """
         size = self.src.files.get(name)
         if size is None:
             self.fault("archive.layout", f"the archive has no {name}", name)
@@ -188,9 +192,9 @@ class _Run:
                 limit=self.limits.max_json,
             )
             return None
-        return self.json_bytes(self.src.read(name), name)
+        return self.json_bytes(self.src.read(name), name, canonical=canonical)
 
-    def json_bytes(self, data: bytes, name: str) -> Any:
+    def json_bytes(self, data: bytes, name: str, *, canonical: bool = True) -> Any:
         """``data`` (the file ``name``) parsed strictly, or None; not canonical: a fault.
 
         Every JSON file of an archive is written in its RFC 8785 form (docs/archive.md): any
@@ -198,19 +202,27 @@ class _Run:
         ``archive.not-canonical``, though its value is still checked.
         """
         try:
-            value, canonical = loads_canonical(data)
+            value, form = loads_canonical(data)
         except EvstoreError as err:
             err.path = name
             self.out.faults.append(err)
             return None
-        if canonical != data:
+        if canonical and form != data:
             self.fault("archive.not-canonical", f"{name} is not in its canonical form", name)
         return value
 
     def stray_dirs(self) -> None:
-        """Fault every directory but ``blobs`` and ``blobs/sha256`` (empty ones included)."""
+        """Fault every directory inside ``blobs/`` but ``blobs/sha256`` (empty ones included).
+
+        An empty directory outside ``blobs/`` (an OCI tool's work area, e.g. ``ingest``) is
+        left alone: it holds no byte; a file in any other place is refused by
+        :meth:`hash_blobs`.
+        """
         allowed = {BLOB_DIR.rstrip("/"), BLOB_DIR.split("/", 1)[0]}
+        used = {f.rsplit("/", i)[0] for f in self.src.files for i in range(1, f.count("/") + 1)}
         for name in sorted(self.src.dirs - allowed):
+            if not name.startswith(BLOB_DIR.split("/", 1)[0] + "/") and name not in used:
+                continue
             self.fault(
                 "archive.layout",
                 f"unexpected directory {name} (only blobs/sha256/ holds the blobs)",
@@ -411,7 +423,9 @@ def _manifest(run: _Run, entry: dict[str, Any], hexpart: str, pointer: str) -> N
     ann = ann if isinstance(ann, dict) else {}
     address = ann.get(ANN_ROOT)
     entry_ann = entry.get("annotations")
-    want = entry_ann.get(ANN_ADDRESS) if isinstance(entry_ann, dict) else None
+    want = entry_ann.get(ANN_ADDRESS, address) if isinstance(entry_ann, dict) else address
+    # An index entry written by another OCI tool (skopeo, oras) lacks evstore's annotations:
+    # the root is then the manifest's own claim, checked against its first member's bytes.
     if (
         not isinstance(layers, list)
         or not layers
@@ -476,7 +490,7 @@ def _index(run: _Run, doc: Any, path: str, seen: set[str]) -> None:
             continue
         run.listed.add(hexpart)
         if media == INDEX_MEDIA_TYPE:
-            nested = run.json_file(blob_name(hexpart))
+            nested = run.json_file(blob_name(hexpart), canonical=False)
             if nested is not None:
                 _index(run, nested, blob_name(hexpart), seen | {hexpart})
         elif media == MANIFEST_MEDIA_TYPE:
@@ -620,12 +634,12 @@ def verify_source(
         InputError: ``input.unreadable`` when a listed file cannot be read.
     """
     run = _Run(src, limits or Limits(), settings)
-    layout = run.json_file(LAYOUT_FILE)
+    layout = run.json_file(LAYOUT_FILE, canonical=False)
     if layout is not None and layout != {"imageLayoutVersion": LAYOUT_VERSION}:
         run.fault("archive.layout", f"oci-layout must say version {LAYOUT_VERSION}", LAYOUT_FILE)
     run.stray_dirs()
     run.hash_blobs()
-    index = run.json_file(INDEX_FILE)
+    index = run.json_file(INDEX_FILE, canonical=False)
     if index is not None:
         _index(run, index, INDEX_FILE, set())
     _cycle_faults(run)

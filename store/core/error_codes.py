@@ -52,6 +52,7 @@ _AR, _AR_LIM = "docs/archive.md#hostile-archives", "docs/archive.md#limits"
 _AR_CHK, _AR_PRF = "docs/archive.md#what-verify-checks", "docs/archive.md#proofs"
 _HTTP_BUNDLES = "docs/http.md#bundles"
 _HTTP = "docs/http.md"
+_REGISTRY = "docs/registry.md"
 
 # fmt: off
 TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
@@ -462,6 +463,23 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("archive.cycle", "input", _AR_CHK, "the indexes or the members' edges form a cycle"),
     ("archive.not-canonical", "input", _AR_CHK, "an artifact member is not canonical JSON"),
     ("archive.no-proofs", "input", _AR_PRF, "verify --key on an archive without proofs"),
+    # -- the OCI distribution routes (/v2/): docs/registry.md
+    ("registry.name", "input", _REGISTRY,
+     "a repository name is not a root name, or has a '..', '.' or empty segment (NAME_INVALID)"),
+    ("registry.manifest-unknown", "not-found", _REGISTRY,
+     "the repository has no closure manifest of that tag or digest (MANIFEST_UNKNOWN)"),
+    ("registry.manifest-invalid", "input", _REGISTRY,
+     "a pushed manifest is not an evstore closure manifest, or not the digest pushed to"),
+    ("registry.tag", "input", _REGISTRY,
+     "a manifest pushed to a tag other than latest or its root's BLAKE3 hex (TAG_INVALID)"),
+    ("registry.tag-immutable", "binding", _REGISTRY,
+     "a push of another manifest to the tag latest of an existing repository (409 DENIED)"),
+    ("registry.blob-unknown", "not-found", _REGISTRY,
+     "a pushed manifest names a blob neither uploaded nor stored (MANIFEST_BLOB_UNKNOWN)"),
+    ("registry.upload-unknown", "not-found", _REGISTRY,
+     "no blob upload session of that id (BLOB_UPLOAD_UNKNOWN)"),
+    ("registry.upload-invalid", "input", _REGISTRY,
+     "a chunk out of order, or an upload closed without a digest (BLOB_UPLOAD_INVALID)"),
     # -- the log: Merkle tree and checkpoints
     ("log.range", "input", "RFC 9162 section 2.1",
      "a proof was asked for an index or tree size outside the log"),

@@ -73,11 +73,12 @@ ROUTER_MODULES: tuple[str, ...] = (
     "audit_routes",  # audit run by the server, streamed; recorded runs (issue 28)
     "tile_routes",  # the log as C2SP tlog-tiles: P/checkpoint, P/tile/... (issue 26)
     "ui",  # HTML pages under P/ui (issue 15, evstore.pages)
+    "registry",  # the OCI distribution API under /v2 (issue 27, docs/registry.md)
 )
 
 #: A store name in ``evstore serve NAME=URL``: its URL prefix is ``/NAME``.
 STORE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
-_RESERVED = {"v1", "ui", "openapi.json", "docs", "redoc"}
+_RESERVED = {"v1", "v2", "ui", "openapi.json", "docs", "redoc"}
 
 
 @dataclass

@@ -44,6 +44,10 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 log = logging.getLogger("server")
 
 
+#: The Guard's body limit of a route that enforces its own.
+_UNBOUNDED = 1 << 62
+
+
 @dataclass(frozen=True)
 class Limits:
     """The server's request limits (bytes unless said otherwise).
@@ -106,6 +110,12 @@ class Limits:
             return self.bundle_bytes
         if path.endswith("/v1/validate"):
             return min(self.validate_bytes, self.json_bytes)
+        if path.startswith("/v2/"):
+            if "/blobs/uploads/" in path:
+                # OCI blob uploads: store/server/registry.py holds the whole blob (every chunk
+                # together) to object_bytes and answers in the OCI error form itself.
+                return _UNBOUNDED
+            return self.json_bytes  # a repository named ui/... is not a page's form
         if "/ui/" in path or path.endswith("/ui"):
             return self.form_bytes  # the pages' forms (sign-in) need no token: keep them small
         return self.json_bytes

@@ -351,12 +351,16 @@ def _layout_case(case: str, layout: Layout) -> None:
         layout.index["manifests"].append(extra)
         (layout.root / "index.json").write_bytes(dumps(layout.index))
         return
-    if case == "size-as-float":  # the same value, spelled 748.0: not the canonical form
-        text = dumps(layout.index).decode()
-        size = layout.index["manifests"][i]["size"]
+    if case == "size-as-float":  # a manifest's size spelled 748.0: not the canonical form
+        entry = layout.index["manifests"][i]
+        text = dumps(doc).decode()
+        size = layers[0]["size"]
         assert f'"size":{size}}}' in text
         text = text.replace(f'"size":{size}}}', f'"size":{size}.0}}', 1)
-        (layout.root / "index.json").write_text(text)
+        layout.blob(entry["digest"][7:]).unlink()
+        hexpart, length = layout.put(text.encode())
+        entry["digest"], entry["size"] = "sha256:" + hexpart, length
+        (layout.root / "index.json").write_bytes(dumps(layout.index))
         return
     if case == "missing-blob":
         layout.blob(layers[-1]["digest"][7:]).unlink()
@@ -419,6 +423,70 @@ def test_hostile_layouts_are_refused_before_any_write(case, source, fresh, tmp_p
         evstore.import_archive(b, out)
     assert code in _codes(exc.value)
     assert snapshot(b) == before
+
+
+def _as_others_write_it(out: Path, tar: Path | None = None) -> None:
+    """Rewrite an exported layout as skopeo or oras do: index.json in their own spelling,
+    unsorted, without evstore's annotations; oci-layout spaced; an empty work directory;
+    a tar (when asked) with the blobs first and in reverse order.
+    """
+    index = json.loads((out / "index.json").read_bytes())
+    entries = [
+        {"mediaType": e["mediaType"], "digest": e["digest"], "size": e["size"]}
+        for e in reversed(index["manifests"])
+    ]
+    text = json.dumps({"schemaVersion": 2, "manifests": entries}, indent=2)
+    (out / "index.json").write_text(text)
+    (out / "oci-layout").write_text('{ "imageLayoutVersion": "1.0.0" }\n')
+    (out / "ingest").mkdir()
+    if tar is not None:
+        with tarfile.open(tar, "w", format=tarfile.PAX_FORMAT) as tf:
+            for path in sorted((out / "blobs" / "sha256").iterdir(), reverse=True):
+                tf.add(path, arcname=f"./blobs/sha256/{path.name}")
+            for name in ("index.json", "oci-layout", "ingest"):
+                tf.add(out / name, arcname=name)
+
+
+def test_a_layout_written_by_other_oci_tools_verifies_and_imports(source, fresh, tmp_path):
+    _, url, roots = source
+    out = tmp_path / "d"
+    report = _export(url, roots[:4], out)
+    _as_others_write_it(out, tmp_path / "others.tar")
+    for where in (out, tmp_path / "others.tar"):
+        checked = evstore.verify_archive(where)
+        assert checked.ok, [f.to_dict() for f in checked.faults]
+        assert sorted(r.to_dict()["manifest"] for r in checked.roots) == sorted(
+            r["manifest"] for r in report.roots
+        )
+        b = fresh()
+        got = evstore.import_archive(b, where)
+        assert got.objects == report.objects
+        assert {i.address for i in b.ls()} >= set(roots[:4])
+        assert list(b.check()) == []
+
+
+def test_what_other_tools_cannot_carry_is_still_checked(source, tmp_path):
+    """Without the index's annotations the manifest's root claim is checked against the
+    bytes of its first member; a manifest still must be in its canonical form.
+    """
+    _, url, roots = source
+    out = tmp_path / "d"
+    _export(url, roots[:2], out)
+    _as_others_write_it(out)
+    layout = Layout(out)
+    doc = layout.manifest(0)
+    other = layout.manifest(1)["annotations"]["dev.evstore.root"]
+    doc["annotations"]["dev.evstore.root"] = other  # claims another root
+    entry = layout.index["manifests"][0]
+    layout.blob(entry["digest"][7:]).unlink()
+    hexpart, size = layout.put(dumps(doc))
+    entry["digest"], entry["size"] = "sha256:" + hexpart, size
+    (out / "index.json").write_text(json.dumps(layout.index))
+    codes = [f.code for f in evstore.verify_archive(out).faults]
+    assert "archive.layout" in codes
+    (out / "ingest" / "part").write_bytes(b"x")  # a work directory holding a file: refused
+    faults = evstore.verify_archive(out).faults
+    assert any(f.path == "ingest/part" for f in faults)
 
 
 def test_links_and_fifos_in_a_directory_are_refused(source, tmp_path):

@@ -1,0 +1,162 @@
+"""OCI distribution benchmark (issue 27): skopeo pulling from ``evstore serve`` vs a local copy.
+
+Usage::
+
+    python bench/oci.py [--backend sqlite|postgresql] [--objects 1000] [--size 10240]
+                        [--repeat 3]
+
+The store holds ``--objects`` random blobs of ``--size`` bytes and one ``json`` document
+naming them all (its closure: ``--objects`` + 1 objects), retained under the root
+``bench/closure``, and is served by ``evstore serve --public-read`` on 127.0.0.1 (a
+subprocess). The same closure is exported once as a layout directory. Each variant runs
+``--repeat`` times, interleaved, median taken:
+
+    pull     ``skopeo copy docker://127.0.0.1:PORT/bench/closure@DIGEST oci:OUT``: the manifest
+             and every blob over HTTP, each object read from the database and verified on
+             read by the server, hashed and written by skopeo.
+    ceiling  ``skopeo copy oci:LAYOUT:ROOT oci:OUT`` of the exported layout: the same tool,
+             the same blobs, the same writes, no server. Ratio ceiling s / pull s, target
+             >= 0.5.
+    start-up the same two commands for a closure of one blob (a second root): the fixed
+             cost of one skopeo run, stated beside the per-object figures.
+
+It measures and prints; it never asserts. A JSON result goes to bench/results/ (gitignored).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import RESULTS_DIR, fresh_store, machine_info
+
+import evstore
+
+ROOT = "bench/closure"
+ONE = "bench/one"
+EVSTORE = str(Path(sys.executable).with_name("evstore"))
+
+
+def _fill(url: str, n: int, size: int) -> tuple[str, str]:
+    """``n`` random blobs and a json document naming them (retained); one more blob alone."""
+    with evstore.open(url) as store:
+        puts = store.put_many(os.urandom(size) for _ in range(n))
+        (result,) = store.ingest({"objects": [p.digest.address for p in puts]}).results
+        store.retention.retain([result.digest.address], ROOT)
+        single = store.put(os.urandom(size)).digest.address
+        store.retention.retain([single], ONE)
+        return result.digest.address, single
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _serve(url: str, port: int, log: Path) -> subprocess.Popen:
+    with log.open("wb") as fh:
+        proc = subprocess.Popen(
+            [EVSTORE, "--store", url, "serve", "--public-read", "--no-access-log"]
+            + ["--host", "127.0.0.1", "--port", str(port)],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return proc
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise SystemExit(f"evstore serve did not listen: {log.read_text()}")
+
+
+def _timed(args: list[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(args, check=True, capture_output=True, timeout=600)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    """Run the benchmark and print the medians and the ratio."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
+    ap.add_argument("--objects", type=int, default=1000)
+    ap.add_argument("--size", type=int, default=10 * 1024, help="bytes per object")
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    skopeo = shutil.which("skopeo")
+    if skopeo is None:
+        raise SystemExit("skopeo is not installed (apt-get install skopeo)")
+    runs: dict[str, list[float]] = {"pull": [], "ceiling": [], "pull_one": [], "ceiling_one": []}
+    with fresh_store(a.backend, "oci") as src, tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        root, single = _fill(src.url, a.objects, a.size)
+        with evstore.open(src.url) as store:
+            report = evstore.export_archive(store, [root, single], work / "layout")
+        digests = {r["address"]: r["manifest"] for r in report.roots}
+        port = _port()
+        server = _serve(src.url, port, work / "serve.log")
+        base = [skopeo, "--insecure-policy", "copy", "-q"]
+        try:
+            for i in range(a.repeat):
+                for key, ref, layout_ref in (
+                    ("", f"{ROOT}@{digests[root]}", root[7:]),
+                    ("_one", f"{ONE}@{digests[single]}", single[7:]),
+                ):
+                    src_ref = f"docker://127.0.0.1:{port}/{ref}"
+                    pulled = work / f"pull{key}{i}"
+                    runs["pull" + key].append(
+                        _timed([*base, "--src-tls-verify=false", src_ref, f"oci:{pulled}"])
+                    )
+                    copied = work / f"copy{key}{i}"
+                    runs["ceiling" + key].append(
+                        _timed([*base, f"oci:{work / 'layout'}:{layout_ref}", f"oci:{copied}"])
+                    )
+                    shutil.rmtree(pulled)
+                    shutil.rmtree(copied)
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    n = a.objects + 1
+    result = {
+        "benchmark": "oci",
+        "backend": a.backend,
+        "objects": a.objects,
+        "size": a.size,
+        "repeat": a.repeat,
+        "runs_s": runs,
+        "median_s": med,
+        "per_object_ms": {
+            k: (med[k] - med[k + "_one"]) / (n - 1) * 1000 for k in ("pull", "ceiling")
+        },
+        "ratio_ceiling_over_pull": med["ceiling"] / med["pull"],
+        "machine": machine_info(a.backend),
+    }
+    for k, v in med.items():
+        print(f"{k:12s} {v:7.3f} s")
+    for k, v in result["per_object_ms"].items():
+        print(f"{k:12s} {v:7.3f} ms per object beyond the start-up ({k}_one)")
+    print(f"ratio ceiling/pull {result['ratio_ceiling_over_pull']:.2f}  target >= 0.5")
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    path = RESULTS_DIR / f"oci-{a.backend}-{stamp}.json"
+    path.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+    print(f"result: {path}")
+
+
+if __name__ == "__main__":
+    main()
