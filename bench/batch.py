@@ -15,6 +15,7 @@ processes, each run with its input and again with empty input (its start-up), me
                                                     vs ``b3sum --check`` / ``sha256sum -c``
     p  ``evstore put --stdin-paths`` of the N files, all stored already
                                                     vs ``git hash-object -w --stdin-paths``
+    k  ``evstore check --no-record``, whole process  vs ``git fsck --full`` (CPU ratio)
 
 Per-object cost = (CPU with input - CPU on empty input) / N, CPU being the child's user +
 system time (``os.wait4``; on PostgreSQL the server's own CPU is not in it). Ratio = the
@@ -152,12 +153,29 @@ def main() -> None:
                     ([*gitenv, "hash-object", "-w", "--stdin-paths"], listing, b"", {}),
                 ),
             }
+            parts["k"] = (
+                "check, whole process",
+                ([*ev, "check", "--no-record"], b"", b"", {}),
+                ([*gitenv, "fsck", "--full"], b"", b"", {}),
+            )
             only = args.only + ("s" if "v" in args.only else "")
             for key, (label, ours, peer) in parts.items():
                 if key not in only:
                     continue
                 ours_cmd, ours_in, ours_empty, ours_kw = ours
                 peer_cmd, peer_in, peer_empty, peer_kw = peer
+                if key == "k":  # a whole-process comparison: no start-up run
+                    o = _measure_pair(ours_cmd, ours_cmd, ours_in, ours_kw, args.repeat)
+                    p = _measure_pair(peer_cmd, peer_cmd, peer_in, peer_kw, args.repeat)
+                    ratio = p["cpu"] / o["cpu"]
+                    results["parts"][key] = {"label": label, "ours": o, "peer": p, "ratio": ratio}
+                    print(
+                        f"k {label:32s} whole process: ours {o['wall']:.2f} s wall / "
+                        f"{o['cpu']:.2f} s CPU, git fsck {p['wall']:.2f} / {p['cpu']:.2f} s, "
+                        f"CPU ratio {ratio:.2f}",
+                        flush=True,
+                    )
+                    continue
                 if key in "vs":  # an empty manifest: the start-up
                     ours_empty_cmd = [*ours_cmd[:-1], str(work / "EMPTY")]
                     peer_empty_cmd = [*peer_cmd[:-1], str(work / "EMPTY")]
