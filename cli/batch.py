@@ -13,12 +13,13 @@ r"""Bulk inputs and batch reads: path expansion for put/ingest, ``cat-batch``, `
 from __future__ import annotations
 
 import fnmatch
+import io
 import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import click
 
@@ -28,12 +29,14 @@ from .common import Ctx, emit, open_store, pass_ctx
 
 __all__ = [
     "COMMANDS",
+    "blob_reads",
     "bulk_options",
     "cat_batch",
     "expand_paths",
     "listed",
     "parse_checksum_line",
     "register",
+    "stdin_batches",
     "stdin_lines",
     "verify_list",
 ]
@@ -188,16 +191,66 @@ def interrupted_note(ctx: Ctx, done: list[int], unit: str) -> Callable[[], None]
     return say
 
 
-def _frame(store: evstore.Store, ref: str, out: Any) -> str | None:
-    """Write one cat-batch record for ``ref``; the fault code, if any."""
+def stdin_batches(limit: int = 500) -> Iterator[list[str]]:
+    """Stdin's lines (as :func:`stdin_lines` splits them) in lists of what one read brought.
+
+    Each list holds the complete lines that had arrived (at most ``limit``), so a batch
+    reader answers a coprocess writing one line at a time without waiting for more, and a
+    pipe of 10k refs in a few large batches.
+    """
+    stream = sys.stdin.buffer
+    read = getattr(stream, "read1", stream.read)
+    buf = b""
+    while True:
+        chunk = read(1 << 16)
+        if not chunk:
+            break
+        *lines, buf = (buf + chunk).split(b"\n")
+        items = [os.fsdecode(x) for raw in lines if (x := raw.rstrip(b"\r\n"))]
+        for start in range(0, len(items), limit):
+            yield items[start : start + limit]
+    last = buf.rstrip(b"\r\n")
+    if last:
+        yield [os.fsdecode(last)]
+
+
+class _Read(NamedTuple):
+    """One ref's answer, in the shape of the library's ``BlobRead``."""
+
+    ref: str
+    digest: Any
+    chunks: Iterator[bytes]
+    error: evstore.EvstoreError | None
+
+
+def blob_reads(store: Any, refs: list[str]) -> Iterator[Any]:
+    """The verified reads of ``refs`` in order: ``Store.read_blobs`` (a batch a statement) on
+    a local store, one ``open_blob`` a ref on a served one (the HTTP API reads one blob a
+    request). Each item's chunks are consumed before the next item is taken.
+    """  # noqa: D205
+    if isinstance(store, evstore.Store):
+        yield from store.read_blobs(refs)
+        return
+    for ref in refs:
+        try:
+            with store.open_blob(ref) as (digest, chunks):
+                yield _Read(ref, digest, chunks, None)
+        except evstore.EvstoreError as err:
+            yield _Read(ref, None, iter(()), err)
+
+
+def _frame(item: Any, out: Any) -> str | None:
+    """Write the cat-batch record of one ``BlobRead``; its fault code, if any."""
+    ref = item.ref
     try:
-        with store.open_blob(ref) as (digest, chunks):
-            first = next(chunks, b"")  # the whole blob is verified before this returns
-            out.write(f"{ref} {digest.size}\n".encode())
-            out.write(first)
-            for c in chunks:
-                out.write(c)
-            out.write(b"\n")
+        if item.error is not None:
+            raise item.error
+        first = next(item.chunks, b"")  # the whole blob is verified before this returns
+        out.write(f"{ref} {item.digest.size}\n".encode())
+        out.write(first)
+        for c in item.chunks:
+            out.write(c)
+        out.write(b"\n")
         return None
     except evstore.EvstoreError as err:
         # A ref read from stdin may hold bytes that are not UTF-8 (kept as surrogate escapes):
@@ -210,6 +263,12 @@ def _frame(store: evstore.Store, ref: str, out: Any) -> str | None:
         return err.code
 
 
+def _drain(pending: io.BytesIO, out: Any) -> None:
+    out.write(pending.getbuffer())
+    pending.seek(0)
+    pending.truncate()
+
+
 @click.command("cat-batch")
 @pass_ctx
 def cat_batch(ctx: Ctx) -> None:
@@ -217,21 +276,30 @@ def cat_batch(ctx: Ctx) -> None:
 
     Per ref: "<ref> <size>\n<bytes>\n" (verified before the first byte is written),
     "<ref> missing\n" for an unknown blob, "<ref> error <code>\n" for a malformed ref or a
-    corrupt blob. Output is flushed per record. --json does not apply (the output is bytes).
+    corrupt blob. Output is flushed after each batch of refs that arrived together.
+    --json does not apply (the output is bytes).
 
     Exit codes: 0 every ref found; 1 some missing or in error; 2 usage.
     """
     out = sys.stdout.buffer
+    pending = io.BytesIO()  # a batch's records, written out in pieces of about 1 MiB
     bad = 0
     with open_store(ctx) as store:
-        for line in stdin_lines():
-            ref = line.strip()
-            if ref and _frame(store, ref, out) is not None:
-                bad += 1
+        for lines in stdin_batches():
+            refs = [r for line in lines if (r := line.strip())]
+            for item in blob_reads(store, refs):
+                if _frame(item, pending) is not None:
+                    bad += 1
+                if pending.tell() >= 1 << 20:
+                    _drain(pending, out)
+            _drain(pending, out)
             out.flush()
     if bad:
         sys.exit(1)
 
+
+#: Manifest lines verified together (one lookup statement per batch).
+VERIFY_BATCH = 500
 
 _PLAIN = re.compile(r"^([0-9a-fA-F]{64}) ([ *])(.+)$")
 _TAGGED = re.compile(r"^(SHA256|BLAKE3) \((.+)\) = ([0-9a-fA-F]{64})$")
@@ -261,15 +329,6 @@ def parse_checksum_line(line: str, algorithm: str | None) -> tuple[str, str] | N
     return f"{algo}:{hexd.lower()}", _unescape(path) if escaped else path
 
 
-def _verify_one(store: evstore.Store, ref: str) -> evstore.EvstoreError | None:
-    try:
-        with store.open_blob(ref) as (_, chunks):
-            next(chunks, b"")  # verifies the whole blob (size, BLAKE3, SHA-256 for sha256 refs)
-    except evstore.EvstoreError as err:
-        return err
-    return None
-
-
 @click.command("verify-list")
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option(
@@ -294,6 +353,30 @@ def verify_list(ctx: Ctx, file: str, algorithm: str | None) -> None:
     faults: list[dict[str, Any]] = []
     checked = 0
     with open_store(ctx) as store:
+        todo: list[tuple[int, str, str]] = []  # (line, ref, path) of the pending batch
+
+        def verify_pending() -> None:
+            places = iter(todo)
+            for item in blob_reads(store, [ref for _, ref, _ in todo]):
+                n, ref, path = next(places)
+                err = item.error
+                if err is None:
+                    try:  # the whole blob is verified before its first chunk comes
+                        next(item.chunks, b"")
+                    except evstore.EvstoreError as exc:
+                        err = exc
+                if err is not None:
+                    faults.append(
+                        {
+                            "line": n,
+                            "path": path,
+                            "ref": ref,
+                            "code": err.code,
+                            "message": err.message,
+                        }
+                    )
+            todo.clear()
+
         for n, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
@@ -304,15 +387,15 @@ def verify_list(ctx: Ctx, file: str, algorithm: str | None) -> None:
                     if algorithm is None and _PLAIN.match(line.lstrip("\\"))
                     else "not a sha256sum/b3sum line"
                 )
+                verify_pending()  # the faults stay in line order
                 faults.append({"line": n, "code": "input.invalid", "message": why})
                 continue
             ref, path = parsed
             checked += 1
-            err = _verify_one(store, ref)
-            if err is not None:
-                faults.append(
-                    {"line": n, "path": path, "ref": ref, "code": err.code, "message": err.message}
-                )
+            todo.append((n, ref, path))
+            if len(todo) >= VERIFY_BATCH:
+                verify_pending()
+        verify_pending()
     result = {"ok": not faults, "checked": checked, "faults": faults}
     emit(ctx, result, _verify_human)
     if faults:

@@ -83,6 +83,9 @@ def _node_faults(conn: Connection, level: int, hashes: list[bytes]) -> Iterator[
             break
         for r in rows:
             idx = int(r.idx)
+            if idx < len(hashes) and bytes(r.hash) == hashes[idx]:  # the common case first
+                seen += 1
+                continue
             where: dict[str, Any] = {"address": "log", "level": level, "index": idx}
             if idx >= len(hashes):
                 yield error(

@@ -15,6 +15,9 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -23,6 +26,7 @@ import blake3 as _blake3
 __all__ = [
     "Digest",
     "Hasher",
+    "PARALLEL_MIN",
     "b64u_to_hex",
     "blake3_hex",
     "digest_bytes",
@@ -116,6 +120,25 @@ class Digest:
         }
 
 
+#: Chunks of at least this many bytes are hashed by SHA-256 and BLAKE3 at once (bytes).
+PARALLEL_MIN = 1 << 18
+
+_POOL: list[tuple[int, ThreadPoolExecutor]] = []
+_POOL_LOCK = threading.Lock()
+
+
+def _sha_pool() -> ThreadPoolExecutor:
+    """This process's SHA-256 workers (one per CPU), made again in a forked child."""
+    pid = os.getpid()
+    if _POOL and _POOL[0][0] == pid:
+        return _POOL[0][1]
+    with _POOL_LOCK:
+        if not _POOL or _POOL[0][0] != pid:  # a child's copy has no threads: a new pool
+            pool = ThreadPoolExecutor(os.cpu_count() or 2, thread_name_prefix="evstore-sha256")
+            _POOL[:] = [(pid, pool)]
+        return _POOL[0][1]
+
+
 class Hasher:
     """Size, BLAKE3 and SHA-256 in one pass: call :meth:`update` per chunk, then :meth:`digest`."""
 
@@ -127,9 +150,21 @@ class Hasher:
         self.size = 0
 
     def update(self, chunk: bytes | memoryview) -> None:
-        """Feed the next chunk (bytes)."""
-        self._b3.update(chunk)
-        self._sha.update(chunk)
+        """Feed the next chunk (bytes).
+
+        A chunk of :data:`PARALLEL_MIN` bytes or more is hashed by SHA-256 in a worker
+        thread while BLAKE3 hashes it here (both release the GIL on large buffers), so a
+        verified read of a large blob costs about the slower of the two hashes in wall time,
+        not their sum (issue 29; docs/design.md, "Hashing in parallel"). Both are done
+        before this returns.
+        """
+        if len(chunk) >= PARALLEL_MIN:
+            done = _sha_pool().submit(self._sha.update, chunk)
+            self._b3.update(chunk)
+            done.result()
+        else:
+            self._b3.update(chunk)
+            self._sha.update(chunk)
         self.size += len(chunk)
 
     def digest(self) -> Digest:
@@ -139,12 +174,11 @@ class Hasher:
 
 def digest_bytes(data: bytes) -> Digest:
     """The :class:`Digest` of an in-memory byte string (one pass each, no copy)."""
-    b3 = (
-        _blake3.blake3(data, max_threads=_blake3.blake3.AUTO)
-        if len(data) > (1 << 20)
-        else _blake3.blake3(data)
-    )
-    return Digest(b3.hexdigest(), hashlib.sha256(data).hexdigest(), len(data))
+    if len(data) <= (1 << 20):
+        return Digest(_blake3.blake3(data).hexdigest(), hashlib.sha256(data).hexdigest(), len(data))
+    sha = _sha_pool().submit(hashlib.sha256, data)  # beside BLAKE3's own threads
+    b3 = _blake3.blake3(data, max_threads=_blake3.blake3.AUTO)
+    return Digest(b3.hexdigest(), sha.result().hexdigest(), len(data))
 
 
 def digest_stream(stream: BinaryIO, chunk_size: int = 1 << 20) -> Digest:

@@ -25,7 +25,7 @@ from ..check.checker import CheckOptions, CheckRun, Progress, check_store
 from ..core.canonical import loads
 from ..core.digests import Digest
 from ..core.digests import digest_bytes as digest_from
-from ..core.errors import NotFound, error
+from ..core.errors import error
 from ..core.refs import parse_ref, parse_refs
 from ..core.settings import check_setting_value, parse_setting_value
 from ..core.times import utc_text
@@ -43,6 +43,7 @@ from ..objects.artifacts import (
     warnings_of,
 )
 from ..objects.blob_batches import put_expecting, put_stream_many, rereadable
+from ..objects.blob_reads import BlobRead, has_verified, read_batches, resolve
 from ..objects.external import EXTERNAL, make_backend_dir, probe_backend
 from ..objects.kinds import check_kind, lookup_value
 from ..objects.leases import LEASE_SETTING, cap_leases
@@ -334,10 +335,7 @@ class Store:
         return [r for rs in run_batches(items, batch, one, after) for r in rs]
 
     def _resolve(self, conn: sa.Connection, ref: str) -> _blobs.BlobRow:
-        row = _blobs.lookup(conn, parse_ref(ref))
-        if row is None:
-            raise NotFound(f"no blob for {ref}", code="not-found.blob", details={"ref": ref})
-        return row
+        return resolve(conn, ref)
 
     def get(self, ref: str) -> bytes:
         """The exact stored bytes a content ref names, verified before they are returned.
@@ -450,18 +448,18 @@ class Store:
             InputError: ``input.invalid`` for a bare ``str`` (pass ``[ref]``).
         """
         self._live()
-        parsed = parse_refs(refs)
-        missing = []
-        with self.db.read() as conn:
-            for p in parsed:
-                if p.algorithm == "blake3":
-                    found = _blobs.lookup(conn, p)
-                    rows = [] if found is None else [found]
-                else:  # the SHA-256 column is an index: only bytes that hash to it count
-                    rows = _blobs.lookup_sha256_all(conn, p.hex)
-                if not any(_blobs.intact(conn, row) for row in rows):
-                    missing.append(p.text)
-        return missing
+        return has_verified(self.transactions, parse_refs(refs))
+
+    def read_blobs(self, refs: Sequence[str]) -> Iterator[BlobRead]:
+        """Verified reads of many refs: one :class:`BlobRead` per ref, in order (issue 29).
+
+        One statement looks up each batch of refs (store/objects/blob_reads.py); each
+        ``BlobRead`` holds the blob's digest and verified chunks, or the error a single
+        :meth:`open_blob` meets (``ref.syntax``, ``not-found.blob``, ``corruption.*``,
+        ``store.*``). Consume an item's chunks before taking the next item.
+        """
+        self._live()
+        return read_batches(self.transactions, refs)
 
     # -- artifacts ------------------------------------------------------------------------
     def ingest(

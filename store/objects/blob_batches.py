@@ -49,11 +49,7 @@ def item_bytes(item: Any, index: int) -> bytes | BinaryIO:
     if isinstance(item, os.PathLike):
         path = os.fspath(item)
         try:
-            fh = open(path, "rb")
-            if os.fstat(fh.fileno()).st_size > _READ_WHOLE_MAX:
-                return fh
-            with fh:
-                return fh.read()  # type: ignore[no-any-return]
+            return _read_path(path)
         except OSError as exc:
             raise error(
                 "input.unreadable", f"cannot read {path}: {exc.strerror}", path=str(path)
@@ -65,6 +61,29 @@ def item_bytes(item: Any, index: int) -> bytes | BinaryIO:
         f"item {index} is a {type(item).__name__}: put_many takes bytes, paths or binary streams",
         item=index,
     )
+
+
+def _read_path(path: str | bytes) -> bytes | BinaryIO:
+    """A small file's bytes (read to its end), or a large file open for streaming.
+
+    Plain descriptor calls (open, fstat, read, close): a file object per small file cost
+    ~5 us of the ~48 us a file of a bulk re-put (issue 29). Reads until end of file, so a
+    file that grows after the fstat is read whole. Raises OSError as ``open`` would.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        size = os.fstat(fd).st_size
+        if size > _READ_WHOLE_MAX:
+            fh = os.fdopen(fd, "rb")
+            fd = -1  # the stream owns it now
+            return fh
+        parts = [os.read(fd, size + 1)]  # the whole file in one call, as a rule
+        while parts[-1]:  # then to the end of the file (one more call that finds it)
+            parts.append(os.read(fd, 1 << 16))
+        return parts[0] if len(parts) == 2 else b"".join(parts)
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def put_stream_many(

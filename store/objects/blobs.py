@@ -19,7 +19,7 @@ import secrets
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -271,28 +271,80 @@ def existing_rows(conn: Connection, addresses: Sequence[str]) -> dict[str, BlobR
     (evstore.objects.leases). SQLite takes lists of :data:`_IN_BATCH` (its bound-parameter limit);
     its single writer needs no row lock.
     """
-    found: dict[str, BlobRow] = {}
+    return {a: row for a, (row, _) in _existing(conn, addresses, "NULL").items()}
+
+
+#: The stored bytes of an inline row (NULL for chunked and backend blobs).
+_INLINE_DATA = "CASE WHEN chunk_set IS NULL AND stored_in IS NULL THEN data END"
+
+
+class _Found(NamedTuple):  # a driver row in the attribute shape row_from reads
+    address: str
+    sha256: str
+    size: Any
+    chunk_set: Any
+    data: Any
+
+
+def _existing(
+    conn: Connection, addresses: Sequence[str], data: str
+) -> dict[str, tuple[BlobRow, Any]]:
+    """As :func:`existing_rows`, each row with the value of the SQL expression ``data``.
+
+    The rows come from the driver's cursor (:func:`~evstore.db.engine.driver_rows`), as the
+    write's other hot statements do.
+    """
+    found: dict[str, tuple[BlobRow, Any]] = {}
     if not addresses:
         return found
+    cols = f"address, sha256, size, chunk_set, {data}"
+    statements: list[tuple[str, Any]]
     if conn.dialect.name == "postgresql":
-        result = conn.exec_driver_sql(
-            "SELECT address, sha256, size, chunk_set FROM blobs WHERE address = ANY(%b)"
-            " ORDER BY address FOR KEY SHARE",
-            (sorted(addresses),),
-        )
-        for r in result:
-            found[r.address] = row_from(r)
-        return found
-    for i in range(0, len(addresses), _IN_BATCH):
-        part = tuple(addresses[i : i + _IN_BATCH])
-        sql = (
-            "SELECT address, sha256, size, chunk_set FROM blobs WHERE address IN ("
-            + ",".join("?" * len(part))
-            + ")"
-        )
-        for r in conn.exec_driver_sql(sql, part):
-            found[r.address] = row_from(r)
+        statements = [
+            (
+                f"SELECT {cols} FROM blobs WHERE address = ANY(%b) ORDER BY address FOR KEY SHARE",
+                (sorted(addresses),),
+            )
+        ]
+    else:
+        statements = [
+            (
+                f"SELECT {cols} FROM blobs WHERE address IN ({','.join('?' * len(part))})",
+                part,
+            )
+            for part in (
+                tuple(addresses[i : i + _IN_BATCH]) for i in range(0, len(addresses), _IN_BATCH)
+            )
+        ]
+    for sql, params in statements:
+        for r in driver_rows(conn, sql, params):
+            f = _Found(*r)
+            found[f.address] = (row_from(f), f.data)
     return found
+
+
+def _settle_present(
+    conn: Connection, addresses: Sequence[str], wanted: dict[str, tuple[bytes, Digest]]
+) -> set[str]:
+    """Lock the stored rows among ``addresses`` and repair any whose bytes are not ``wanted``.
+
+    One statement per batch brings each row with its inline bytes: an inline copy is intact
+    when it equals the bytes being put and the row records their digest (the address was
+    computed from those bytes, so equal bytes hash to it; no re-hash and no statement per
+    blob, issue 29). Chunked and backend copies are re-read and re-hashed as before. A
+    copy found otherwise is replaced by the bytes being put. Returns the addresses found.
+
+    Raises:
+        CorruptionError: ``corruption.row`` for a row whose bytes are not bytes (as a read).
+    """
+    found = _existing(conn, addresses, _INLINE_DATA)
+    for address, (row, stored) in found.items():
+        data, dg = wanted[address]
+        if stored is None or row.chunk_set is not None:
+            _repair_if_corrupt(conn, row, data)
+        elif not (row.digest == dg and as_bytes(stored, address) == data):
+            _replace(conn, row, data)
+    return set(found)
 
 
 def _repair_if_corrupt(conn: Connection, row: BlobRow, data: bytes) -> None:
@@ -347,18 +399,15 @@ def put_many(
         return _put_many_split(conn, items, where, unlogged_from)
     digests = [digest_bytes(d) for d in items]
     unique = list(dict.fromkeys(d.blake3 for d in digests))
-    # Looked up first: large items (their chunks are written before the row), and every item
-    # of a batch bound for PostgreSQL's COPY (which cannot skip stored rows). Other inline
-    # items go straight to INSERT ... ON CONFLICT DO NOTHING RETURNING, and only those it did
-    # not write are looked up (and repaired if corrupt) afterwards: new bytes cost no lookup
-    # (issue 16, bench/core.py part a).
+    # Every item is looked up first, one statement per batch, with its stored inline bytes
+    # (issue 29: a re-put of stored files paid an INSERT attempt and a re-read and re-hash
+    # per blob). A stored copy is compared with the bytes being put, repaired if it differs,
+    # and not written again; the rest go to INSERT ... ON CONFLICT DO NOTHING RETURNING (or
+    # PostgreSQL's COPY, which cannot skip stored rows), and any a concurrent writer stored
+    # in between are settled afterwards. A new blob's lookup is one index probe.
     copy_bound = conn.dialect.name == "postgresql" and len(unique) >= 1000
-    if copy_bound:
-        first = unique
-    else:
-        large = zip(items, digests, strict=True)
-        first = list({dg.blake3 for d, dg in large if len(d) > INLINE_MAX})
-    existing = existing_rows(conn, first)
+    by_address = {dg.blake3: (d, dg) for d, dg in zip(items, digests, strict=True)}
+    existing = _settle_present(conn, unique, by_address)
     rows: list[dict[str, Any]] = []
     unlooked: dict[str, bytes] = {}
     seen: set[str] = set()
@@ -367,7 +416,6 @@ def put_many(
             continue
         seen.add(dg.blake3)
         if dg.blake3 in existing:
-            _repair_if_corrupt(conn, existing[dg.blake3], data)
             continue
         if len(data) <= INLINE_MAX:  # inline: the common case, without a helper call
             row = {"address": dg.blake3, "sha256": dg.sha256, "size": dg.size, "data": data}
@@ -392,7 +440,7 @@ def put_many(
                 conn.execute(
                     sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == r["chunk_set"])
                 )
-    _settle_skipped(conn, rows, unlooked, written)
+    _settle_skipped(conn, rows, by_address, unlooked, written)
     note_blobs(conn, seen, fresh=written)
     results: list[PutResult] = []
     logged: list[Digest] = []
@@ -407,7 +455,11 @@ def put_many(
 
 
 def _settle_skipped(
-    conn: Connection, rows: list[dict[str, Any]], unlooked: dict[str, bytes], written: set[str]
+    conn: Connection,
+    rows: list[dict[str, Any]],
+    by_address: dict[str, tuple[bytes, Digest]],
+    unlooked: dict[str, bytes],
+    written: set[str],
 ) -> None:
     """Lock (and repair) the stored copies of inline bytes the insert skipped as present.
 
@@ -421,9 +473,7 @@ def _settle_skipped(
     for _ in range(3):  # each round needs a collection racing it; three is plenty
         if not stored:
             return
-        found = existing_rows(conn, stored)
-        for address, row_found in found.items():
-            _repair_if_corrupt(conn, row_found, unlooked[address])
+        found = _settle_present(conn, stored, by_address)
         gone = {a for a in stored if a not in found}
         if not gone:
             return

@@ -23,6 +23,7 @@ one query (:func:`fetch_subtrees`).
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -138,6 +139,9 @@ def parse_entry(data: bytes) -> dict[str, Any]:
     def bad(why: str) -> Exception:
         return error("log.entry-malformed", f"the log entry {why}")
 
+    plain = _PLAIN_ENTRY.fullmatch(data)
+    if plain is not None:  # canonical and well formed by construction (issue 29)
+        return _plain_entry(plain)
     try:
         obj = loads(data)
     except Exception:  # any reader fault: the entry is not JSON
@@ -154,6 +158,34 @@ def parse_entry(data: bytes) -> dict[str, Any]:
         raise bad("has no valid size")
     if not isinstance(obj.get("accepted_at"), str):
         raise bad("has no accepted_at time")
+    return obj
+
+
+#: A JSON string whose canonical form is its text: printable ASCII without quote or backslash.
+_PLAIN_TEXT = rb'"([ !#-\[\]-~]*)"'
+#: The canonical bytes of a well-formed entry whose strings are plain and whose size has at
+#: most 15 digits: what every writer of this module produces for ASCII kinds and roots. A
+#: match is canonical (RFC 8785 writes such members exactly so, in this key order) and
+#: passes every check of :func:`parse_entry`, so the check of the log skips the strict
+#: reader and writer for it (~9 us an entry); any other bytes take the full path.
+_PLAIN_ENTRY = re.compile(
+    rb'\{"accepted_at":' + _PLAIN_TEXT + rb',"address":"(blake3:[0-9a-f]{64})"'
+    rb'(?:,"kind":' + _PLAIN_TEXT + rb')?,"op":"(' + "|".join(OPS).encode() + rb')"'
+    rb'(?:,"root":' + _PLAIN_TEXT + rb')?,"sha256":"(sha256:[0-9a-f]{64})"'
+    rb',"size":(0|[1-9][0-9]{0,14}),"v":' + str(ENTRY_VERSION).encode() + rb"\}"
+)
+
+
+def _plain_entry(m: re.Match[bytes]) -> dict[str, Any]:
+    """The entry object of a :data:`_PLAIN_ENTRY` match, as the strict reader returns it."""
+    at, address, kind, op, root, sha256, size = m.groups()
+    obj: dict[str, Any] = {"accepted_at": at.decode(), "address": address.decode()}
+    if kind is not None:
+        obj["kind"] = kind.decode()
+    obj["op"] = op.decode()
+    if root is not None:
+        obj["root"] = root.decode()
+    obj.update(sha256=sha256.decode(), size=int(size), v=ENTRY_VERSION)
     return obj
 
 

@@ -52,6 +52,7 @@ def test_a_closed_store_refuses_every_call(store_url):
         "open_blob": lambda: store.open_blob(address).__enter__(),
         "stat": lambda: store.stat(address),
         "has": lambda: store.has([address]),
+        "read_blobs": lambda: store.read_blobs([address]),
         "ingest": lambda: store.ingest([Document(b"{}")]),
         "validate": lambda: store.validate([Document(b"{}")]),
         "find": lambda: store.find("key", "k"),
