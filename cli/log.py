@@ -161,14 +161,17 @@ def integrate(ctx: Ctx, key_file: str | None, no_sign: bool) -> None:
     Every accepted write queues its entries in its own transaction; this command (and
     `evstore serve` in the background, and `evstore log checkpoint`) adds them to the
     tree in batches, one integrator at a time (docs/log.md). With a key (--key,
-    $EVSTORE_LOG_KEY or the log.key_file setting) a checkpoint is signed after.
+    $EVSTORE_LOG_KEY or the log.key_file setting) a checkpoint is signed after. Over HTTP
+    (an admin token) the server integrates, and signs when it was started with --log-key.
 
     Exit codes: 0 ok; 1 log.inconsistent, log.no-key, log.key-mismatch, log.key-file,
     checkpoint.key, corruption.log, store errors.
     """
     with open_store(ctx) as store:
-        path = None if no_sign else _key_path(store, key_file)
-        r = store.log.integrate(path)
+        if is_http_url(ctx.url):  # the server signs with its own --log-key, if it has one
+            r = store.log.integrate(key_file)  # input.invalid when a key file is named
+        else:
+            r = store.log.integrate(None if no_sign else _key_path(store, key_file))
 
     def human(_: Any) -> None:
         click.echo(f"integrated {r['integrated']}; tree size {r['size']}; queued {r['pending']}")

@@ -199,7 +199,7 @@ class LogProtocol(Protocol):
     """``store.log``: the tamper-evident log (docs/log.md); remote since issue 28."""
 
     def status(self) -> dict[str, Any]:
-        """``{"size", "root", "vkey", "checkpoint"}``."""
+        """``{"size", "root", "vkey", "checkpoint", "pending"}`` (``pending``: queued)."""
         ...
 
     def key(self) -> str:
@@ -224,6 +224,12 @@ class LogProtocol(Protocol):
 
     def checkpoint(self, key_path: str | os.PathLike[str] | None) -> dict[str, Any]:
         """Sign a checkpoint now (remote: the server's key; ``key_path`` must be None)."""
+        ...
+
+    def integrate(self, key_path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """Add queued entries to the tree (``{"integrated", "size", "pending",
+        "checkpoint"}``), then sign given a key (remote: the server's key, if it has one;
+        ``key_path`` must be None)."""  # noqa: D205, D209
         ...
 
 

@@ -359,6 +359,8 @@ WHY_LOCAL: dict[str, str] = {
     "server, migrate beside the database, start it again",
     "log init-key": "it makes the private key file on the machine that signs: run it there, "
     "then start the server with --log-key PATH",
+    "log tiles export": "the server serves the same tiles itself at P/checkpoint and "
+    "P/tile/...; a directory for static hosting is written beside the database",
     "gc --vacuum": "VACUUM needs the database alone (SQLite) or its owner's rights",
 }
 

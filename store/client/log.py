@@ -138,6 +138,32 @@ class RemoteLog:
         out: dict[str, Any] = self._http.json("POST", "v1/log/checkpoint", idempotent=False)
         return out
 
+    def integrate(self, key_path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """``POST /v1/log/integrate`` (admin): the server adds queued entries to the tree,
+        then signs with its own ``--log-key`` when it has one.
+
+        Args:
+            key_path: must be None: the private key stays on the server's machine.
+
+        Returns:
+            ``{"integrated", "size", "pending", "checkpoint"}`` as :meth:`LogOps.integrate`.
+
+        Raises:
+            InputError: ``input.invalid`` (a key path given); the integration's errors.
+        """  # noqa: D205
+        if key_path is not None:
+            raise error(
+                "input.invalid",
+                "a served store is signed with the server's own key (evstore serve --log-key);"
+                " a key file is not sent",
+            )
+        out: dict[str, Any] = self._http.json("POST", "v1/log/integrate", idempotent=False)
+        return out
+
+    def export_tiles(self, directory: Any) -> dict[str, Any]:
+        """``remote.unsupported``: the server serves the tiles itself (``P/tile/...``)."""
+        raise unsupported("log tiles export")
+
     def init_key(self, path: Any, origin: str | None = None) -> dict[str, Any]:
         """``remote.unsupported``: the private key file is made where the signing runs."""
         raise unsupported("log init-key")

@@ -275,7 +275,7 @@ def existing_rows(conn: Connection, addresses: Sequence[str]) -> dict[str, BlobR
 
 
 #: The stored bytes of an inline row (NULL for chunked and backend blobs).
-_INLINE_DATA = "CASE WHEN chunk_set IS NULL AND stored_in IS NULL THEN data END"
+_INLINE_DATA = "CASE WHEN chunk_set IS NULL THEN data END"  # external rows: chunk_set -1
 
 
 class _Found(NamedTuple):  # a driver row in the attribute shape row_from reads

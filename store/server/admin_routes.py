@@ -97,3 +97,17 @@ async def sign_checkpoint(one: Served = Depends(admin)) -> dict[str, Any]:  # no
         )
     out: dict[str, Any] = await run_in_threadpool(one.store.log.checkpoint, one.log_key)
     return out
+
+
+@router.post(
+    "/v1/log/integrate",
+    summary="Add queued log entries to the tree now (evstore log integrate)",
+    responses=OBJECT_RESPONSES,
+)
+async def integrate(one: Served = Depends(admin)) -> dict[str, Any]:  # noqa: B008
+    """``{"integrated", "size", "pending", "checkpoint"}`` as ``evstore log integrate
+    --json``: the server integrates what writes queued (docs/log.md), then signs with its
+    ``--log-key`` when it was started with one (``checkpoint`` null otherwise).
+    """  # noqa: D205
+    out: dict[str, Any] = await run_in_threadpool(one.store.log.integrate, one.log_key)
+    return out

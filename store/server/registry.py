@@ -33,8 +33,10 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import tempfile
 import uuid
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -357,13 +359,16 @@ class _Spool:
     """
 
     def __init__(self) -> None:
-        self._dir = tempfile.TemporaryDirectory(prefix="evstore-oci-uploads-")
+        self._dir = tempfile.mkdtemp(prefix="evstore-oci-uploads-")
+        # removed when this spool is collected or the process exits (no warning: the
+        # spool lives as long as its app, and an app is dropped without a close call)
+        weakref.finalize(self, shutil.rmtree, self._dir, True)
         self.sessions: dict[str, _Upload] = {}
         self.done: dict[str, str] = {}
 
     def start(self, name: str) -> tuple[str, _Upload]:
         upload_id = uuid.uuid4().hex
-        path = os.path.join(self._dir.name, upload_id)
+        path = os.path.join(self._dir, upload_id)
         open(path, "wb").close()
         session = self.sessions[upload_id] = _Upload(name, path)
         return upload_id, session
@@ -395,7 +400,7 @@ class _Spool:
                 expected=digest,
                 sha256="sha256:" + got,
             )
-        target = os.path.join(self._dir.name, "sha256-" + got)
+        target = os.path.join(self._dir, "sha256-" + got)
         os.replace(session.path, target)
         self.sessions.pop(upload_id)
         self.done[got] = target

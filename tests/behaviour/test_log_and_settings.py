@@ -19,8 +19,12 @@ def _error(call, *args) -> dict:
 
 def test_every_put_is_an_entry_of_the_log(any_store, unique):
     before = any_store.log.status()
-    assert set(before) == {"size", "root", "vkey", "checkpoint"}
+    assert set(before) == {"size", "root", "vkey", "checkpoint", "pending"}
     put = any_store.put(f"logged {unique}".encode())
+    queued = any_store.log.status()  # a write queues its entry; integration adds it
+    assert (queued["size"], queued["pending"]) == (before["size"], before["pending"] + 1)
+    done = any_store.log.integrate()
+    assert (done["integrated"], done["pending"], done["checkpoint"]) == (1, 0, None)
     after = any_store.log.status()
     assert after["size"] == before["size"] + 1 and after["root"] != before["root"]
     rows = any_store.log.entries(before["size"])

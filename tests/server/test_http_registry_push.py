@@ -245,6 +245,8 @@ def test_oras_pulls_and_pushes_a_closure_and_a_blob(store_url, target, tmp_path)
     out = tmp_path / "one.bin"
     reader.download_blob(container, one, str(out))
     assert hashlib.sha256(out.read_bytes()).hexdigest() == one[7:]
+    client.session.close()  # requests keeps its sockets open until closed
+    reader.session.close()
 
 
 def test_oras_lists_referrers(store_url, target, tmp_path):
@@ -263,6 +265,7 @@ def test_oras_lists_referrers(store_url, target, tmp_path):
     reader.auth.set_basic_auth("evstore", target.tokens["read"])
     sha = hashlib.sha256(b"pushed evidence two ").hexdigest()
     r = reader.do_request(f"http://{host}/v2/{NAME}/referrers/sha256:{sha}", "GET")
+    reader.session.close()
     assert r.status_code == 200
     (entry,) = r.json()["manifests"]
     assert entry["annotations"]["dev.evstore.address"] == src["root"]
