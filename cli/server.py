@@ -97,7 +97,7 @@ def parse_stores(args: tuple[str, ...], default: str) -> dict[str | None, str]:
 )
 @click.option(
     "--log-key",
-    type=click.Path(dir_okay=False),
+    type=str,  # read by the server before it listens: log.key-file, not a usage error
     envvar="EVSTORE_LOG_KEY",
     default=None,
     help="Sign each store's log checkpoint on a schedule with this private key file "

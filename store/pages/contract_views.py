@@ -12,7 +12,15 @@ from typing import Any
 
 from markupsafe import Markup
 
-from .. import CorruptionError, EvstoreError, bindings_of_fragment, dumps, edges_from, error
+from .. import (
+    CorruptionError,
+    EvstoreError,
+    NotFound,
+    bindings_of_fragment,
+    dumps,
+    edges_from,
+    error,
+)
 from .render import ev_text, highlight_window, is_ref, object_url, utf8_floor
 from .views import (
     BLOB_WINDOW,
@@ -160,12 +168,15 @@ def manifest_view(store: Any, base: str, ref: str, offset: int) -> dict[str, Any
         )
     content: dict[str, Any] | None = None
     cref = doc.get("content/ref")
-    if isinstance(cref, str) and _ref_url(store, base, cref):
+    if isinstance(cref, str) and is_ref(cref):
+        # read, not has(): has() verifies, so damaged content would read as "not stored"
         content = {"url": object_url(base, cref)}
         try:
             got = read_window(store, cref, max(0, offset - 3), offset + BLOB_WINDOW + 4)
         except CorruptionError as exc:
             content["damage"] = exc.to_dict()
+        except NotFound:
+            content = None
         else:
             data, size, base_at = got["data"], got["size"], got["from"]
             a = utf8_floor(data, min(offset, size) - base_at)

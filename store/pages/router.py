@@ -24,7 +24,7 @@ import secrets
 import time
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import parse_qs, quote, unquote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
@@ -294,8 +294,17 @@ def _auth_routes(router: APIRouter, pages: _Pages) -> None:
 
 
 def _safe_next(pages: _Pages, request: Request, target: str) -> str:
+    """``target`` when it is a path under the pages that a browser resolves to itself
+    (no dot segment, encoded or not, no ``//`` or backslash), else the pages' start."""  # noqa: D205, D209
     base = pages.base(request)
-    if target.startswith(base + "/") and "//" not in target and "\\" not in target:
+    decoded = unquote(target)
+    segments = decoded.split("?", 1)[0].split("/")
+    if (
+        target.startswith(base + "/")
+        and "//" not in decoded
+        and "\\" not in decoded
+        and not any(s in (".", "..") for s in segments)
+    ):
         return target
     return base + "/"
 

@@ -25,6 +25,7 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.routing import Mount
 
@@ -250,6 +251,12 @@ def install_handlers(app: Starlette) -> None:
         assert isinstance(exc, BodyTimeout)
         return closing(problem(timed_out("body")))
 
+    async def on_gone(request: Request, exc: Exception) -> Response:
+        # the client closed the connection before its body ended: nothing was read whole,
+        # so nothing was stored; an expected event, not an internal error (no traceback)
+        log.info("client went away during %s %s", request.method, request.url.path)
+        return closing(problem(error("http.request", "the client closed the request early"), 400))
+
     async def on_any(request: Request, exc: Exception) -> Response:
         if not isinstance(exc, TransferAborted):
             log.error("internal error on %s %s", request.method, request.url.path, exc_info=exc)
@@ -261,6 +268,7 @@ def install_handlers(app: Starlette) -> None:
     app.add_exception_handler(HTTPException, on_http)
     app.add_exception_handler(BodyTooLarge, on_too_large)
     app.add_exception_handler(BodyTimeout, on_timeout)
+    app.add_exception_handler(ClientDisconnect, on_gone)
     app.add_exception_handler(Exception, on_any)
 
 

@@ -46,6 +46,7 @@ def raw_problem(err: EvstoreError) -> bytes:
     head = [
         f"HTTP/1.1 {status} {HTTPStatus(status).phrase}",
         "content-type: application/problem+json",
+        "x-content-type-options: nosniff",  # as every other answer (store/server/headers.py)
         f"content-length: {len(body)}",
         "connection: close",
     ]

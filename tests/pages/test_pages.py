@@ -365,6 +365,14 @@ def test_sign_in_with_a_token_sets_a_strict_cookie(store):
         follow_redirects=False,
     )
     assert r.status_code == 303 and r.headers["location"] == "/ui/"
+    for outside in ("/ui/../v1/ls", "/ui/./../../x", "/ui/%2e%2e/v1", "/ui/..%2f..%2fv1"):
+        r = c.post(  # dot segments a browser resolves out of the pages
+            "/ui/signin",
+            data={"token": TOKEN, "next": outside},
+            headers={"Origin": "http://testserver"},
+            follow_redirects=False,
+        )
+        assert r.status_code == 303 and r.headers["location"] == "/ui/", outside
     cookie = r.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/ui" in cookie
     assert c.get("/ui/kind/fragment").status_code == 200  # the cookie now signs in

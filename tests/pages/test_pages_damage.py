@@ -213,3 +213,17 @@ def test_an_envelope_citing_a_huge_package_says_it_is_not_drawn(store, monkeypat
     assert r.status_code == 200 and "these pages parse: the claims are shown" in r.text
     assert f"The cited package is {package:,} bytes" in r.text
     assert "<mark>" not in r.text  # no cited item drawn
+
+
+def test_a_manifest_names_its_damaged_rendered_content_instead_of_calling_it_not_stored(store):
+    ids = ingest_examples(store)
+    c = client(store)
+    manifest = ids["manifest"]
+    content = json.loads(store.get(manifest))["content/ref"]
+    r = c.get(f"/ui/manifest/{manifest}")
+    assert r.status_code == 200 and "The content blob" in r.text
+    flip_byte(store, content, at=2)
+    r = c.get(f"/ui/manifest/{manifest}")
+    assert r.status_code == 200
+    assert "not stored" not in r.text  # a changed byte is damage, never absence
+    assert "Damaged" in r.text and "corruption.digest" in r.text

@@ -127,6 +127,7 @@ def test_headers_and_bodies_that_do_not_arrive_in_time_get_408(store_url, tmp_pa
         raw = _recv_all(head)
         assert raw.startswith(b"HTTP/1.1 408 "), raw[:200]
         assert _problem_code(raw) == "http.timeout"
+        assert b"\r\nx-content-type-options: nosniff\r\n" in raw.split(b"\r\n\r\n")[0] + b"\r\n"
         idle = socket.create_connection(("127.0.0.1", port))  # sends nothing: closed
         assert _recv_all(idle) == b""
         body = socket.create_connection(("127.0.0.1", port))
@@ -382,3 +383,31 @@ def test_the_connection_cap_stays_below_the_file_descriptor_limit(monkeypatch):
     assert connection_cap(limits) == 300 - SPARE_FDS
     monkeypatch.setattr(resource, "getrlimit", lambda _which: (1 << 20, 1 << 20))
     assert connection_cap(limits) == 1000
+
+
+def test_a_client_that_leaves_mid_body_is_no_internal_error(store_url, caplog, snapshot):
+    """A body cut short by its client is an expected event: no `internal error` logged, no
+    traceback, nothing stored (the attack of issue 23's second round)."""
+    server = start_thread({None: store_url})
+    server.tokens = make_tokens(store_url)
+    with evstore.open(store_url) as st:
+        before = snapshot(st)
+    port = int(server.base.rsplit(":", 1)[1])
+    try:
+        with caplog.at_level("INFO", logger="server"):
+            for path in ("/ui/signin", "/v1/objects", "/v1/ingest"):
+                with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+                    head = (
+                        f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: 3000\r\n"
+                        f"Authorization: Bearer {server.tokens['ingest']}\r\n\r\n"
+                    )
+                    s.sendall(head.encode() + b"x" * 100)
+                time.sleep(0.3)
+            with server.client("read") as c:  # the server still answers
+                assert c.get("/v1/ls").status_code == 200
+    finally:
+        server.stop()
+    assert not [r for r in caplog.records if "internal error" in r.getMessage()]
+    assert [r for r in caplog.records if "client went away" in r.getMessage()]
+    with evstore.open(store_url) as st:
+        assert snapshot(st) == before
