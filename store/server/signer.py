@@ -6,9 +6,12 @@ store: every :data:`INTEGRATE_EVERY_S` seconds it integrates the queued entries
 a time across servers), and every ``--checkpoint-every`` seconds (default 60) it signs a
 checkpoint (:meth:`~evstore.log.ops.LogOps.checkpoint`, which integrates first, checks that
 the new tree is consistent with the previous checkpoint, and signs nothing when the log has
-not grown). So an entry accepted at time t is in the tree by about t + INTEGRATE_EVERY_S and
-in a signed checkpoint by about t + checkpoint-every + INTEGRATE_EVERY_S. Both run in
-worker threads from one task of the server's event loop. A store whose log has no verifier
+not grown), and asks the witnesses of the store's ``log.witness_policy`` to cosign the
+latest checkpoint (evstore.log.witness; a witness down or refusing is logged and asked again
+next signing round: integration and signing go on). So an entry accepted at time t is in
+the tree by about t + INTEGRATE_EVERY_S and in a signed checkpoint by about t +
+checkpoint-every + INTEGRATE_EVERY_S. Both run in worker threads from one task of the
+server's event loop. A store whose log has no verifier
 key, or another one, is logged once per reason and still integrated; the other stores are
 still signed. Without ``--log-key`` the server neither integrates nor signs: whoever holds
 the key runs ``evstore log integrate`` or ``evstore log checkpoint``. The private key stays
@@ -44,6 +47,22 @@ def _say_once(said: set[tuple[str | None, str]], name: str | None, what: str, er
         log.warning("%s of /%s: %s", what, name or "", err)
 
 
+async def _ask_witnesses(said: set[tuple[str | None, str]], name: str | None, store: Any) -> None:
+    """Ask the store's policy witnesses to cosign its latest checkpoint; never raises.
+
+    A witness that is down or refuses is logged; the next signing round asks it again.
+    """
+    try:
+        asked = await run_in_threadpool(store.log.ask_witnesses)
+    except EvstoreError as err:  # a policy setting that does not parse: said once
+        _say_once(said, name, "witnesses not asked", err)
+        return
+    for witness, why in sorted(asked["failed"].items()):
+        log.warning("witness %s did not cosign /%s: %s", witness, name or "", why)
+    if asked["cosigned"]:
+        log.info("cosigned /%s at size %s by %s", name or "", asked["size"], asked["cosigned"])
+
+
 async def _rounds(
     stores: Sequence[tuple[str | None, Any]], key_path: str, every_s: float, integrate_s: float
 ) -> None:
@@ -62,6 +81,7 @@ async def _rounds(
                 else:
                     if done.get("new"):
                         log.info("signed checkpoint of /%s at size %s", name or "", done["size"])
+                    await _ask_witnesses(said, name, store)
                     continue
             try:
                 await run_in_threadpool(store.log.integrate)
