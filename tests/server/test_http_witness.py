@@ -143,7 +143,9 @@ def _mk(path: Path) -> Path:
     return path
 
 
-def _archive_has_cosigned_checkpoint(tar: Path, w: Cosigner) -> bool:
+def _archive_has_cosigned_checkpoint(
+    tar: Path, w: Cosigner, origin: bytes = b"a.test/log\n"
+) -> bool:
     import tarfile
 
     with tarfile.open(tar) as t:
@@ -151,7 +153,7 @@ def _archive_has_cosigned_checkpoint(tar: Path, w: Cosigner) -> bool:
             if not member.isfile():
                 continue
             data = t.extractfile(member).read()  # type: ignore[union-attr]
-            if data.startswith(b"a.test/log\n"):
+            if data.startswith(origin):
                 return bool(verified_cosigners(data.decode(), [w.key]))
     return False
 
@@ -165,6 +167,7 @@ def test_the_log_retries_from_the_size_a_409_names(
     with evstore.open(store_url) as log:
         log.log.init_key(tmp_path / "log.key", origin="l.test/log")
         log.put_many([b"entry %d" % i for i in range(5)])
+        ref = evstore.digest_bytes(b"entry 3").address
         signed = log.log.checkpoint(tmp_path / "log.key")
         vkey = log.log.key()
     with evstore.open(w_url) as witness:
@@ -208,6 +211,11 @@ def test_the_log_retries_from_the_size_a_409_names(
         server.stop()
     with evstore.open(w_url) as witness:
         assert [x["size"] for x in witness.log.witnessed()] == [12]
+    # an archive with proofs carries the cosigned checkpoint, and still verifies
+    with evstore.open(store_url) as log:
+        evstore.export_archive(log, [ref], tmp_path / "l.tar", with_proofs=True)
+    assert _archive_has_cosigned_checkpoint(tmp_path / "l.tar", w, b"l.test/log\n")
+    assert evstore.verify_archive(tmp_path / "l.tar", key=vkey).ok
 
 
 def test_a_witness_down_or_refusing_is_reported_not_raised(store, tmp_path):
