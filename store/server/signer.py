@@ -47,47 +47,78 @@ def _say_once(said: set[tuple[str | None, str]], name: str | None, what: str, er
         log.warning("%s of /%s: %s", what, name or "", err)
 
 
-async def _ask_witnesses(said: set[tuple[str | None, str]], name: str | None, store: Any) -> None:
-    """Ask the store's policy witnesses to cosign its latest checkpoint; never raises.
+class _Witnessing:
+    """Asks each store's policy witnesses, in tasks of their own (evstore.log.witness).
 
-    A witness that is down or refuses is logged; the next signing round asks it again.
+    A slow or dead witness (up to its timeout per round) never delays integration or
+    signing; one ask per store runs at a time. A witness that is down or refuses is logged
+    (a warning when its reason changes), and the next signing round asks it again.
     """
-    try:
-        asked = await run_in_threadpool(store.log.ask_witnesses)
-    except EvstoreError as err:  # a policy setting that does not parse: said once
-        _say_once(said, name, "witnesses not asked", err)
-        return
-    for witness, why in sorted(asked["failed"].items()):
-        log.warning("witness %s did not cosign /%s: %s", witness, name or "", why)
-    if asked["cosigned"]:
-        log.info("cosigned /%s at size %s by %s", name or "", asked["size"], asked["cosigned"])
+
+    def __init__(self, said: set[tuple[str | None, str]]) -> None:
+        self.said = said
+        self.failing: dict[tuple[str | None, str], str] = {}
+        self.tasks: dict[str | None, asyncio.Task[None]] = {}
+
+    def start(self, name: str | None, store: Any) -> None:
+        running = self.tasks.get(name)
+        if running is None or running.done():
+            self.tasks[name] = asyncio.create_task(self._ask(name, store))
+
+    async def _ask(self, name: str | None, store: Any) -> None:
+        try:
+            asked = await run_in_threadpool(store.log.ask_witnesses)
+        except EvstoreError as err:  # a policy setting that does not parse: said once
+            _say_once(self.said, name, "witnesses not asked", err)
+            return
+        for witness, why in sorted(asked["failed"].items()):
+            same = self.failing.get((name, witness)) == why
+            self.failing[(name, witness)] = why
+            level = logging.DEBUG if same else logging.WARNING
+            log.log(level, "witness %s did not cosign /%s: %s", witness, name or "", why)
+        for witness in asked["cosigned"]:
+            self.failing.pop((name, witness), None)
+        if asked["cosigned"]:
+            log.info("cosigned /%s at size %s by %s", name or "", asked["size"], asked["cosigned"])
+
+    async def close(self) -> None:
+        for task in self.tasks.values():
+            task.cancel()
+        for task in self.tasks.values():
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 async def _rounds(
     stores: Sequence[tuple[str | None, Any]], key_path: str, every_s: float, integrate_s: float
 ) -> None:
     said: set[tuple[str | None, str]] = set()
+    witnessing = _Witnessing(said)
     last_signed = -float("inf")
-    while True:
-        sign = time.monotonic() - last_signed >= every_s
-        if sign:
-            last_signed = time.monotonic()
-        for name, store in stores:
+    try:
+        while True:
+            sign = time.monotonic() - last_signed >= every_s
             if sign:
+                last_signed = time.monotonic()
+            for name, store in stores:
+                if sign:
+                    try:
+                        done = await run_in_threadpool(store.log.checkpoint, key_path)
+                    except EvstoreError as err:
+                        _say_once(said, name, "checkpoint not signed", err)
+                    else:
+                        if done.get("new"):
+                            size = done["size"]
+                            log.info("signed checkpoint of /%s at size %s", name or "", size)
+                        witnessing.start(name, store)
+                        continue
                 try:
-                    done = await run_in_threadpool(store.log.checkpoint, key_path)
+                    await run_in_threadpool(store.log.integrate)
                 except EvstoreError as err:
-                    _say_once(said, name, "checkpoint not signed", err)
-                else:
-                    if done.get("new"):
-                        log.info("signed checkpoint of /%s at size %s", name or "", done["size"])
-                    await _ask_witnesses(said, name, store)
-                    continue
-            try:
-                await run_in_threadpool(store.log.integrate)
-            except EvstoreError as err:
-                _say_once(said, name, "log not integrated", err)
-        await asyncio.sleep(min(integrate_s, every_s))
+                    _say_once(said, name, "log not integrated", err)
+            await asyncio.sleep(min(integrate_s, every_s))
+    finally:
+        await witnessing.close()
 
 
 @contextlib.asynccontextmanager

@@ -243,3 +243,12 @@ def evstore_fresh(fresh_store_url):
         return fresh_store_url(backend, request, _mk(directory))
 
     return make
+
+
+def test_a_server_without_witness_key_is_no_witness(store_url):
+    server = start_thread({None: store_url}, public_read=True)
+    try:
+        r = httpx.post(server.base + "/add-checkpoint", content=b"old 0\n\nx\n1\n")
+        assert r.status_code == 404 and r.json()["code"] == "witness.disabled"
+    finally:
+        server.stop()
