@@ -31,12 +31,14 @@ from starlette.concurrency import run_in_threadpool
 
 from .. import EvstoreError
 
-__all__ = ["DEFAULT_EVERY_S", "INTEGRATE_EVERY_S", "signing"]
+__all__ = ["CLOSE_WAIT_S", "DEFAULT_EVERY_S", "INTEGRATE_EVERY_S", "signing"]
 
 #: Seconds between two signing rounds when ``--checkpoint-every`` is not given.
 DEFAULT_EVERY_S = 60.0
 #: Seconds between two integration rounds (never more than ``checkpoint_every``).
 INTEGRATE_EVERY_S = 1.0
+#: Seconds shutdown waits for the witnesses being asked to answer (or time out).
+CLOSE_WAIT_S = 30.0
 
 log = logging.getLogger("server")
 
@@ -82,9 +84,17 @@ class _Witnessing:
             log.info("cosigned /%s at size %s by %s", name or "", asked["size"], asked["cosigned"])
 
     async def close(self) -> None:
-        for task in self.tasks.values():
+        """Let the asks in flight end (bounded), then cancel what is left.
+
+        An ask cut off while its worker thread still reads the store would leave that
+        thread a connection of a store about to be closed; each HTTP request of an ask is
+        bounded by its timeout, so the wait is too (:data:`CLOSE_WAIT_S`).
+        """
+        running = [task for task in self.tasks.values() if not task.done()]
+        if running:
+            await asyncio.wait(running, timeout=CLOSE_WAIT_S)
+        for task in running:
             task.cancel()
-        for task in self.tasks.values():
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
