@@ -30,6 +30,22 @@ router = APIRouter()
 
 #: The media type of a 409 naming the size held (c2sp.org/tlog-witness).
 SIZE_TYPE = "text/x.tlog.size"
+#: The OpenAPI answers: the cosignature line (text), 409 as the size held or a problem.
+_ANSWERS = {
+    **OBJECT_RESPONSES,
+    200: {
+        "description": "The cosignature line(s) (c2sp.org/tlog-cosignature), LF-terminated.",
+        "content": {"text/plain": {"schema": {"type": "string"}}},
+    },
+    409: {
+        "description": "The old size is not the size last cosigned (the body is that size),"
+        " or another root at that size (a problem).",
+        "content": {
+            SIZE_TYPE: {"schema": {"type": "string"}},
+            **OBJECT_RESPONSES[409]["content"],
+        },
+    },
+}
 #: Largest add-checkpoint body: 63 proof lines and a note with a few signatures fit in 16 KiB.
 MAX_BODY = 64 * 1024
 
@@ -37,7 +53,8 @@ MAX_BODY = 64 * 1024
 @router.post(
     "/add-checkpoint",
     summary="Cosign a log's checkpoint as a witness (c2sp.org/tlog-witness)",
-    responses=OBJECT_RESPONSES,
+    response_class=PlainTextResponse,
+    responses=_ANSWERS,
 )
 async def add_checkpoint(
     request: Request,
