@@ -252,3 +252,25 @@ def test_a_server_without_witness_key_is_no_witness(store_url):
         assert r.status_code == 404 and r.json()["code"] == "witness.disabled"
     finally:
         server.stop()
+
+
+def test_a_refusing_witness_is_reported_and_the_checkpoint_stays_signed(
+    store_url, backend, request, tmp_path, evstore_fresh
+):
+    w = Cosigner.generate("w.test/refuses")
+    w.write_private_key(tmp_path / "w.key")
+    w_url = evstore_fresh(backend, request, tmp_path / "w")  # follows no log
+    with evstore.open(store_url) as log:
+        log.log.init_key(tmp_path / "log.key", origin="r.test/log")
+        log.put(b"refused bytes")
+        signed = log.log.checkpoint(tmp_path / "log.key")
+        vkey = log.log.key()
+    server = start_thread({None: w_url}, witness_key=str(tmp_path / "w.key"))
+    try:
+        with evstore.open(store_url) as log:
+            log.set_config("log.witness_policy", _policy(vkey, [(w, server.base)], 1))
+            r = log.log.ask_witnesses()
+            assert r["cosigned"] == [] and "HTTP 404" in r["failed"]["w.test/refuses"]
+            assert log.log.latest()["note"] == signed["note"]  # signed, no cosignature
+    finally:
+        server.stop()
