@@ -153,7 +153,7 @@ def _iter_raw(conn: Connection, address: str) -> Iterator[bytes]:
     chunk_set = int(r.chunk_set)
     seq = 0
     while True:
-        found = driver_rows(conn, sql, (chunk_set, seq))
+        found = driver_rows(conn, sql, (chunk_set, seq), binary=True)
         if not found:
             return
         yield as_bytes(found[0][0], address)
