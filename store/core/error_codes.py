@@ -82,6 +82,9 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
      "a document a contract kind claims cannot be stored as kind json"),
     ("config.unknown", "input", "", "no such setting"),
     ("config.value", "input", "", "a setting value of the wrong type"),
+    ("config.server-only", "input", "",
+     "a setting that names a path on the server's disk (log.key_file) is not set over HTTP; "
+     "set it beside the database (403)"),
     # -- objects not found
     ("not-found.blob", "not-found", "", "no stored blob for that content ref"),
     ("not-found.artifact", "not-found", "", "no artifact matches the query"),
@@ -577,6 +580,7 @@ STATUS_BY_CODE: Mapping[str, int] = MappingProxyType(
     {
         "http.unauthorized": 401,
         "http.forbidden": 403,
+        "config.server-only": 403,
         "witness.unsigned": 403,
         "witness.conflict": 409,
         "witness.inconsistent": 422,
