@@ -2,8 +2,9 @@
 
 ``GET P/v1/config[/{name}]`` reads settings (read scope), ``PUT P/v1/config/{name}``
 ``{"value": V}`` sets one (admin), with the answers of ``evstore config --json``; a setting
-that names a file on the server's machine (``log.key_file``) is refused (403
-``config.server-only``): it is set beside the database.
+that names a place on the server's machine or where its bytes go (``log.key_file``, a key
+file; ``blobs.backend``, a directory or bucket) is refused (403 ``config.server-only``): it
+is set beside the database (``blobs.backend`` changes through ``evstore blobs move``).
 ``POST P/v1/log/checkpoint`` (admin) signs a checkpoint of the log now with the key the
 server was started with (``evstore serve --log-key``), as ``evstore log checkpoint`` does
 beside the database; a server started without one answers 409 ``log.server-no-key``. The
@@ -26,9 +27,10 @@ __all__ = ["router"]
 
 router = APIRouter()
 
-#: Settings that name a file on the server's machine: set beside the database only (an
-#: admin token would otherwise choose which file of the server's disk is read as a key).
-_SERVER_ONLY = frozenset({"log.key_file"})
+#: Settings that name a place on the server's machine: set beside the database only (an
+#: admin token would otherwise choose which file of the server's disk is read as a key, or
+#: which directory of it new blob bytes are written to).
+_SERVER_ONLY = frozenset({"log.key_file", "blobs.backend"})
 
 
 @router.get(
@@ -75,7 +77,7 @@ async def set_setting(
     if name in _SERVER_ONLY:
         raise error(
             "config.server-only",
-            f"{name} names a file on the server's machine: set it beside the database "
+            f"{name} names a place on the server's machine: set it beside the database "
             f"(evstore --store DATABASE-URL config {name} PATH), not over HTTP",
             setting=name,
         )

@@ -142,6 +142,16 @@ def test_a_setting_naming_a_server_file_is_refused_over_http(server, store_url, 
     with evstore.open(store_url) as store:
         assert snapshot(store) == before
         assert store.config("log.key_file") == {"log.key_file": ""}
+    resp = httpx.put(
+        server.url + "/v1/config/blobs.backend",
+        json={"value": f"file:{tmp_path / 'elsewhere'}"},
+        headers=head,
+        timeout=60,
+    )
+    assert resp.status_code == 403 and resp.json()["code"] == "config.server-only", resp.text
+    assert not (tmp_path / "elsewhere").exists()
+    with evstore.open(store_url) as store:
+        assert snapshot(store) == before
     # reading it stays open to a read token; other settings are still set over HTTP
     assert ev("--store", server.url, "config", "log.key_file", token=server.read).returncode == 0
     got = ev("--store", server.url, "--json", "config", "gc.lease-seconds", "60", token=admin)
