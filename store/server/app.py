@@ -16,8 +16,8 @@ import contextlib
 import importlib
 import logging
 import re
-from collections.abc import AsyncIterator, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, get_origin
 
@@ -92,6 +92,8 @@ class Served:
     limits: Limits
     #: The private key file of ``--log-key`` (``POST P/v1/log/checkpoint`` signs with it).
     log_key: str | None = None
+    #: Called when the app shuts down, before the store is closed (the OCI upload spool).
+    closers: list[Callable[[], None]] = field(default_factory=list)
 
     @property
     def backend(self) -> str:
@@ -327,6 +329,8 @@ def create_app(
                 yield
         finally:
             for one in opened:
+                for close in one.closers:
+                    close()
                 one.store.close()
 
     root: Starlette

@@ -35,6 +35,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
@@ -315,6 +316,9 @@ def _pull(request: Request, one: Served, rest: str) -> Response:
 
 async def _answer(request: Request, rest: str) -> Response:
     one = served(request)
+    spool = getattr(request.app.state, "oci_spool", None)
+    if spool is not None:  # uploads left unused past the expiry are dropped
+        spool.sweep()
     try:
         uploads = _UPLOADS.fullmatch(rest)
         if uploads is not None:
@@ -327,7 +331,9 @@ async def _answer(request: Request, rest: str) -> Response:
                 mapped = err.code in _OCI_CODES or err.code.startswith(("http.", "registry."))
                 if mapped or http_status(err) >= 500:
                     raise
-                return oci_error(err, "MANIFEST_INVALID")  # a fault of the closure
+                # a fault of the closure (a kind's rule: 422, a binding: 409 elsewhere):
+                # OCI clients expect 400 MANIFEST_INVALID (docs/registry.md#errors)
+                return oci_error(err, "MANIFEST_INVALID", 400)
         if request.method in ("GET", "HEAD"):
             return await run_in_threadpool(_pull, request, one, rest)
         raise error("http.method", f"/v2/{rest} does not take {request.method}")
@@ -342,29 +348,59 @@ async def _answer(request: Request, rest: str) -> Response:
 
 @dataclass
 class _Upload:
-    """One blob upload session: its spool file, bytes so far and running SHA-256."""
+    """One blob upload session: its spool file, bytes so far and running SHA-256.
+
+    ``touched`` is the monotonic time of its last request (seconds); ``busy`` counts the
+    requests appending to it now (a busy session never expires).
+    """
 
     name: str
     path: str
     size: int = 0
     sha: Any = field(default_factory=hashlib.sha256)
+    touched: float = field(default_factory=time.monotonic)
+    busy: int = 0
 
 
 class _Spool:
     """The blob uploads of one served store: sessions, and finished blobs by SHA-256 hex.
 
-    Files live in a temporary directory of this process (removed when it ends); a finished
-    blob stays until a manifest names it (it is then copied into the import) or the server
-    stops. Nothing here is in the store: a refused manifest leaves no object behind.
+    Files live in a temporary directory of this process. A session or a finished blob not
+    used for ``expiry`` seconds (the server's ``upload_expiry``) is dropped, its file removed,
+    at the next ``/v2/`` request (:meth:`sweep`); a finished blob is dropped too once a
+    manifest naming it is accepted (it is in the store then), and the whole directory when
+    the server stops (:meth:`close`, from the app's shutdown). Nothing here is in the store:
+    a refused manifest leaves no object behind.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, expiry: float) -> None:
+        self.expiry = expiry
         self._dir = tempfile.mkdtemp(prefix="evstore-oci-uploads-")
-        # removed when this spool is collected or the process exits (no warning: the
-        # spool lives as long as its app, and an app is dropped without a close call)
-        weakref.finalize(self, shutil.rmtree, self._dir, True)
+        # also removed when this spool is collected or the process exits without a shutdown
+        self._finalizer = weakref.finalize(self, shutil.rmtree, self._dir, True)
         self.sessions: dict[str, _Upload] = {}
-        self.done: dict[str, str] = {}
+        self.done: dict[str, tuple[str, float]] = {}
+
+    @property
+    def directory(self) -> str:
+        """The spool's directory (its files: sessions and finished blobs)."""
+        return self._dir
+
+    def close(self) -> None:
+        """Drop every session and finished blob and remove the directory (server stop)."""
+        self.sessions.clear()
+        self.done.clear()
+        self._finalizer()
+
+    def sweep(self) -> None:
+        """Drop the sessions and finished blobs untouched for ``expiry`` seconds."""
+        edge = time.monotonic() - self.expiry
+        for upload_id, session in list(self.sessions.items()):
+            if session.busy == 0 and session.touched < edge:
+                self.drop(upload_id)
+        for sha, (_path, touched) in list(self.done.items()):
+            if touched < edge:
+                self.forget(sha)
 
     def start(self, name: str) -> tuple[str, _Upload]:
         upload_id = uuid.uuid4().hex
@@ -381,12 +417,19 @@ class _Spool:
                 f"no upload {upload_id!r} in the repository {name!r}",
                 upload=upload_id,
             )
+        session.touched = time.monotonic()
         return session
 
     def drop(self, upload_id: str) -> None:
         session = self.sessions.pop(upload_id, None)
         if session is not None and os.path.exists(session.path):
             os.unlink(session.path)
+
+    def forget(self, sha256_hex: str) -> None:
+        """Drop a finished blob (stored by an accepted manifest, or expired)."""
+        entry = self.done.pop(sha256_hex, None)
+        if entry is not None and os.path.exists(entry[0]):
+            os.unlink(entry[0])
 
     def finish(self, upload_id: str, digest: str) -> None:
         """Close the upload: its bytes must hash to ``digest`` (else dropped, raised)."""
@@ -403,17 +446,21 @@ class _Spool:
         target = os.path.join(self._dir, "sha256-" + got)
         os.replace(session.path, target)
         self.sessions.pop(upload_id)
-        self.done[got] = target
+        self.done[got] = (target, time.monotonic())
 
     def spooled(self, sha256_hex: str) -> str | None:
         """The file of a finished upload by SHA-256 hex, or None."""
-        return self.done.get(sha256_hex)
+        entry = self.done.get(sha256_hex)
+        return None if entry is None else entry[0]
 
 
 def _spool(request: Request) -> _Spool:
+    """The spool of the request's store, made on first use and closed when the app stops."""
     spool = getattr(request.app.state, "oci_spool", None)
     if spool is None:
-        spool = request.app.state.oci_spool = _Spool()
+        one = served(request)
+        spool = request.app.state.oci_spool = _Spool(one.limits.upload_expiry)
+        one.closers.append(spool.close)
     return spool
 
 
@@ -427,7 +474,20 @@ def _upload_headers(name: str, upload_id: str, size: int) -> dict[str, str]:
 
 
 def _digest_param(request: Request) -> str | None:
-    digest = request.query_params.get("digest")
+    """The ``digest`` query parameter of an upload, or None.
+
+    Raises:
+        InputError: ``ref.syntax`` (the OCI ``DIGEST_INVALID``): not ``sha256:<64 hex>``, or
+            given more than once (which one the client meant cannot be told).
+    """
+    given = request.query_params.getlist("digest")
+    if len(given) > 1:
+        raise error(
+            "ref.syntax",
+            f"the digest parameter is given {len(given)} times; give it once",
+            digest=given,
+        )
+    digest = given[0] if given else None
     if digest is not None and not (digest.startswith("sha256:") and _HEX64.fullmatch(digest[7:])):
         raise error("ref.syntax", f"{digest!r} is no sha256:<64 hex> digest", digest=digest)
     return digest
@@ -449,18 +509,23 @@ async def _append(request: Request, one: Served, upload_id: str, session: _Uploa
                 f"the chunk starts at {first}, the upload holds {session.size} bytes",
                 size=session.size,
             )
-    with open(session.path, "ab") as fh:
-        async for chunk in request.stream():
-            session.size += len(chunk)
-            if session.size > limit:
-                _spool(request).drop(upload_id)
-                raise error(
-                    "http.too-large",
-                    f"the blob is over the limit of {limit} bytes",
-                    limit=limit,
-                )
-            session.sha.update(chunk)
-            await run_in_threadpool(fh.write, chunk)
+    session.busy += 1
+    try:
+        with open(session.path, "ab") as fh:
+            async for chunk in request.stream():
+                session.size += len(chunk)
+                if session.size > limit:
+                    _spool(request).drop(upload_id)
+                    raise error(
+                        "http.too-large",
+                        f"the blob is over the limit of {limit} bytes",
+                        limit=limit,
+                    )
+                session.sha.update(chunk)
+                await run_in_threadpool(fh.write, chunk)
+    finally:
+        session.busy -= 1
+        session.touched = time.monotonic()
 
 
 def _created(name: str, digest: str) -> Response:
@@ -511,6 +576,13 @@ async def _upload(request: Request, one: Served, name: str, upload_id: str) -> R
     raise error("http.method", f"an upload does not take {method}")
 
 
+def _named_blobs(data: bytes) -> list[str]:
+    """The SHA-256 hex of every blob an accepted manifest names (config and layers)."""
+    doc = json.loads(data)
+    descriptors = [doc.get("config") or {}, *(doc.get("layers") or [])]
+    return [str(d.get("digest", ""))[7:] for d in descriptors if isinstance(d, dict)]
+
+
 async def _push_manifest(request: Request, one: Served, name: str, reference: str) -> Response:
     """``PUT /v2/NAME/manifests/REFERENCE``: import the closure, root it under NAME."""
     OciRepository.check_name(name)
@@ -521,6 +593,10 @@ async def _push_manifest(request: Request, one: Served, name: str, reference: st
     out = await run_in_threadpool(
         lambda: push_oci_manifest(one.store, name, reference, data, spool.spooled, actor=who)
     )
+    # stored now (or, the manifest itself uploaded as a blob, served from the store): their
+    # spooled copies are not needed any more
+    for sha in [*_named_blobs(data), out["digest"][7:], hashlib.sha256(data).hexdigest()]:
+        spool.forget(sha)
     headers = {
         **_base_headers(),
         "Location": f"/v2/{name}/manifests/{out['digest']}",
