@@ -342,4 +342,8 @@ def create_app(
         root = Starlette(routes=routes, lifespan=lifespan)
         install_handlers(root)
     root.add_middleware(SecurityHeaders)
-    return Guard(root, limits)
+    if opened[0].name is None:
+        return Guard(root, limits)
+    from .registry_named import NamedRegistry  # /v2/STORE/NAME: docs/registry.md#named-stores
+
+    return Guard(NamedRegistry(root, opened), limits)

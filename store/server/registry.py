@@ -58,6 +58,7 @@ from .. import (
 from .app import Served, served
 from .auth import SCOPES, actor
 from .objects import IMMUTABLE, get_object
+from .registry_named import ANY_KEY, PREFIX_KEY
 
 __all__ = ["API_VERSION", "oci_error", "router"]
 
@@ -160,8 +161,30 @@ def _credential(request: Request) -> str | None:
     raise error("http.unauthorized", "use bearer or basic authentication")
 
 
+def _repo_path(request: Request, name: str) -> str:
+    """The path of the repository ``name`` as its client names it: ``/v2/NAME``,
+    ``/STORE/v2/NAME`` under a named store, ``/v2/STORE/NAME`` through the root's ``/v2/``.
+    """  # noqa: D205
+    prefix = request.scope.get(PREFIX_KEY)
+    if prefix is not None:
+        return f"/v2/{prefix}{name}"
+    return f"{request.scope.get('root_path', '')}/v2/{name}"
+
+
+def _token_scope(request: Request, one: Served, token: str) -> str | None:
+    """The scope of ``token`` in the store (in any served store at the root's ``/v2/``)."""
+    for other in request.scope.get(ANY_KEY) or [one]:
+        scope = token_scope(other.store, token)
+        if scope is not None:
+            return scope
+    return None
+
+
 def _challenge(request: Request, name: str | None, actions: str) -> dict[str, str]:
     realm = str(request.base_url).rstrip("/") + "/v2/token"
+    if PREFIX_KEY in request.scope or ANY_KEY in request.scope:
+        realm = f"{request.url.scheme}://{request.url.netloc}/v2/token"
+        name = None if name is None else request.scope.get(PREFIX_KEY, "") + name
     safe = name is not None and _SAFE_NAME.fullmatch(name) is not None
     scope = f',scope="repository:{name}:{actions}"' if safe else ""
     return {"WWW-Authenticate": f'Bearer realm="{realm}",service="{SERVICE}"{scope}'}
@@ -182,7 +205,7 @@ def _authorize(request: Request, one: Served, need: str, name: str | None) -> No
         token = _credential(request)
     except EvstoreError as err:
         raise _Denied(err, _challenge(request, name, actions)) from None
-    scope = token_scope(one.store, token) if token else None
+    scope = _token_scope(request, one, token) if token else None
     request.state.actor, request.state.scope = "public", None
     if scope is not None and token is not None:
         request.state.actor, request.state.scope = token[5:17], scope
@@ -259,9 +282,10 @@ def _tags_response(request: Request, repo: OciRepository) -> Response:
     tags, more = repo.tags_page(n, last)
     headers = _base_headers()
     if more and tags:
-        link = f"/v2/{repo.name}/tags/list?n={n}&last={quote(tags[-1], safe='')}"
+        link = f"{_repo_path(request, repo.name)}/tags/list?n={n}&last={quote(tags[-1], safe='')}"
         headers["Link"] = f'<{link}>; rel="next"'
-    return JSONResponse({"name": repo.name, "tags": tags}, headers=headers)
+    name = request.scope.get(PREFIX_KEY, "") + repo.name
+    return JSONResponse({"name": name, "tags": tags}, headers=headers)
 
 
 def _token_response(request: Request, one: Served) -> Response:
@@ -274,7 +298,7 @@ def _token_response(request: Request, one: Served) -> Response:
                 {"WWW-Authenticate": 'Basic realm="evstore"'},
             )
         token = ANONYMOUS
-    elif token_scope(one.store, token) is None:
+    elif _token_scope(request, one, token) is None:
         raise _Denied(
             error("http.unauthorized", "the token is unknown or revoked"),
             {"WWW-Authenticate": 'Basic realm="evstore"'},
@@ -464,10 +488,10 @@ def _spool(request: Request) -> _Spool:
     return spool
 
 
-def _upload_headers(name: str, upload_id: str, size: int) -> dict[str, str]:
+def _upload_headers(request: Request, name: str, upload_id: str, size: int) -> dict[str, str]:
     return {
         **_base_headers(),
-        "Location": f"/v2/{name}/blobs/uploads/{upload_id}",
+        "Location": f"{_repo_path(request, name)}/blobs/uploads/{upload_id}",
         "Docker-Upload-UUID": upload_id,
         "Range": f"0-{max(size - 1, 0)}",
     }
@@ -528,10 +552,10 @@ async def _append(request: Request, one: Served, upload_id: str, session: _Uploa
         session.touched = time.monotonic()
 
 
-def _created(name: str, digest: str) -> Response:
+def _created(request: Request, name: str, digest: str) -> Response:
     headers = {
         **_base_headers(),
-        "Location": f"/v2/{name}/blobs/{digest}",
+        "Location": f"{_repo_path(request, name)}/blobs/{digest}",
         "Docker-Content-Digest": digest,
     }
     return Response(b"", 201, headers=headers)
@@ -549,27 +573,27 @@ async def _upload(request: Request, one: Served, name: str, upload_id: str) -> R
             who = actor(request)
             gone = await run_in_threadpool(lambda: one.store.retention.missing([mount], actor=who))
             if not gone:  # stored already: its lease is extended, nothing to upload
-                return _created(name, mount)
+                return _created(request, name, mount)
         digest = _digest_param(request)
         new_id, session = spool.start(name)
         if digest is not None:  # a monolithic upload: the body is the blob
             await _append(request, one, new_id, session)
             spool.finish(new_id, digest)
-            return _created(name, digest)
-        return Response(b"", 202, headers=_upload_headers(name, new_id, 0))
+            return _created(request, name, digest)
+        return Response(b"", 202, headers=_upload_headers(request, name, new_id, 0))
     session = spool.get(name, upload_id)
     if method == "PATCH":
         await _append(request, one, upload_id, session)
-        return Response(b"", 202, headers=_upload_headers(name, upload_id, session.size))
+        return Response(b"", 202, headers=_upload_headers(request, name, upload_id, session.size))
     if method == "PUT":
         digest = _digest_param(request)
         if digest is None:
             raise error("registry.upload-invalid", "close an upload with ?digest=sha256:<hex>")
         await _append(request, one, upload_id, session)
         spool.finish(upload_id, digest)
-        return _created(name, digest)
+        return _created(request, name, digest)
     if method == "GET":
-        return Response(b"", 204, headers=_upload_headers(name, upload_id, session.size))
+        return Response(b"", 204, headers=_upload_headers(request, name, upload_id, session.size))
     if method == "DELETE":
         spool.drop(upload_id)
         return Response(b"", 204, headers=_base_headers())
@@ -599,7 +623,7 @@ async def _push_manifest(request: Request, one: Served, name: str, reference: st
         spool.forget(sha)
     headers = {
         **_base_headers(),
-        "Location": f"/v2/{name}/manifests/{out['digest']}",
+        "Location": f"{_repo_path(request, name)}/manifests/{out['digest']}",
         "Docker-Content-Digest": out["digest"],
     }
     return Response(b"", 201, headers=headers)
