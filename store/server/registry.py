@@ -404,6 +404,7 @@ class _Spool:
         self._finalizer = weakref.finalize(self, shutil.rmtree, self._dir, True)
         self.sessions: dict[str, _Upload] = {}
         self.done: dict[str, tuple[str, float]] = {}
+        self._next_sweep = 0.0
 
     @property
     def directory(self) -> str:
@@ -417,8 +418,16 @@ class _Spool:
         self._finalizer()
 
     def sweep(self) -> None:
-        """Drop the sessions and finished blobs untouched for ``expiry`` seconds."""
-        edge = time.monotonic() - self.expiry
+        """Drop the sessions and finished blobs untouched for ``expiry`` seconds.
+
+        Looks at most every ``min(expiry / 2, 60)`` seconds: a push of many blobs does not
+        walk every session on each request.
+        """
+        now = time.monotonic()
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + min(self.expiry / 2, 60.0)
+        edge = now - self.expiry
         for upload_id, session in list(self.sessions.items()):
             if session.busy == 0 and session.touched < edge:
                 self.drop(upload_id)

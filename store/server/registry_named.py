@@ -22,7 +22,7 @@ from typing import Any
 
 from .limits import ASGIApp, Receive, Scope, Send
 
-__all__ = ["ANY_KEY", "PREFIX_KEY", "NamedRegistry"]
+__all__ = ["ANY_KEY", "NamedRegistry", "PREFIX_KEY"]
 
 #: The ASGI scope key holding the repository prefix (``"STORE/"``) of a request to ``/v2/``.
 PREFIX_KEY = "evstore.oci_prefix"
