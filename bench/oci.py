@@ -71,8 +71,7 @@ def _port() -> int:
 
 
 def _serve(url: str, port: int, log: Path, public: bool = True) -> subprocess.Popen:
-    # a push target is served without --public-read: skopeo sends its credentials only after
-    # the version check (GET /v2/) asked for them, and a public store answers it 200
+    # a push target is served without --public-read (reads need a token there too)
     with log.open("wb") as fh:
         proc = subprocess.Popen(
             [EVSTORE, "--store", url, "serve", "--no-access-log"]

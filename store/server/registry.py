@@ -312,7 +312,12 @@ def _pull(request: Request, one: Served, rest: str) -> Response:
     head = request.method == "HEAD"
     if rest == "":
         _authorize(request, one, "read", None)
-        return JSONResponse({}, headers=_base_headers())
+        headers = _base_headers()
+        if one.public_read and "authorization" not in request.headers:
+            # 200 to anyone, and the challenge too: a client (skopeo) learns from the version
+            # check alone how to authenticate, and would push without credentials otherwise
+            headers.update(_challenge(request, None, "pull"))
+        return JSONResponse({}, headers=headers)
     if rest == "token":
         return _token_response(request, one)
     tags = _TAGS.fullmatch(rest)
