@@ -84,6 +84,13 @@ def parse_stores(args: tuple[str, ...], default: str) -> dict[str | None, str]:
     help="Seconds a body may take before it must arrive at 1 KiB/s, then 408 (default 15).",
 )
 @click.option(
+    "--upload-expiry",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds an unfinished OCI blob upload, or one no manifest names yet, is kept "
+    "(default 3600).",
+)
+@click.option(
     "--max-connections",
     type=click.IntRange(min=1),
     default=None,

@@ -16,8 +16,8 @@ import contextlib
 import importlib
 import logging
 import re
-from collections.abc import AsyncIterator, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, get_origin
 
@@ -95,6 +95,9 @@ class Served:
     log_key: str | None = None
     #: The witness key of ``--witness-key`` (``POST P/add-checkpoint`` cosigns with it).
     witness: Cosigner | None = None
+
+    #: Called when the app shuts down, before the store is closed (the OCI upload spool).
+    closers: list[Callable[[], None]] = field(default_factory=list)
 
     @property
     def backend(self) -> str:
@@ -347,6 +350,8 @@ def create_app(
                 yield
         finally:
             for one in opened:
+                for close in one.closers:
+                    close()
                 one.store.close()
 
     root: Starlette
@@ -358,4 +363,8 @@ def create_app(
         root = Starlette(routes=routes, lifespan=lifespan)
         install_handlers(root)
     root.add_middleware(SecurityHeaders)
-    return Guard(root, limits)
+    if opened[0].name is None:
+        return Guard(root, limits)
+    from .registry_named import NamedRegistry  # /v2/STORE/NAME: docs/registry.md#named-stores
+
+    return Guard(NamedRegistry(root, opened), limits)

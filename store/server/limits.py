@@ -83,6 +83,9 @@ class Limits:
             Default 4.
         write_threads: ingests, bundles and puts run at once (their own pool); more wait.
             Reads keep the rest of the threads. Default 8.
+        upload_expiry: seconds an OCI blob upload (docs/registry.md#push) may go unused,
+            unfinished or finished and not yet named by a manifest, before its spooled file
+            is removed. Default 3600.
     """
 
     object_bytes: int = 1 << 30
@@ -101,6 +104,7 @@ class Limits:
     connections: int = 1000
     validate_threads: int = 4
     write_threads: int = 8
+    upload_expiry: float = 3600.0
 
     def body_limit(self, method: str, path: str) -> int:
         """The body limit of a request to ``path`` (the path after the store prefix too)."""
