@@ -10,16 +10,18 @@ request is refused (422 ``put.digest-mismatch`` naming the part) before anything
 Only then are the parts stored by ``Store.put_many``: one transaction for all of them (all or
 nothing, as ``evstore put`` of many files locally), or one per N with ``batch`` (the
 library's batches: the error of a failing one says what stayed committed). Memory holds one
-chunk of the body and one offset per part, whatever the number of parts; the request's size
+chunk of the body, one hasher, and an offset and address per part; the request's size
 is bounded by ``--max-bundle-bytes`` and the number of parts by :data:`MAX_PARTS`. A body cut
 short or malformed is refused (400 ``http.request``) with nothing stored.
 
 The answer: ``{"results": [{"address", "sha256", "sha256_b64u", "object_store", "size",
-"new"}, ...]}``, one per part, in order.
+"new"}, ...]}``, one per part, in order, encoded as it is sent (the library's results are
+held until then: a few hundred bytes a part, never the parts' bytes).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -30,6 +32,7 @@ from typing import Any
 import blake3
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
+from starlette.responses import StreamingResponse
 
 from .. import error
 from .app import Served
@@ -52,12 +55,13 @@ _HEADER_MAX = 100
 
 
 class _Part:
-    __slots__ = ("address", "hasher", "left", "offset", "path", "size")
+    """One part: where its bytes are (``offset`` in the shared file, or a ``path``)."""
+
+    __slots__ = ("address", "left", "offset", "path", "size")
 
     def __init__(self, size: int, address: str, offset: int, path: str | None) -> None:
         self.size, self.address, self.offset, self.path = size, address, offset, path
         self.left = size
-        self.hasher = blake3.blake3()
 
 
 class _Spool:
@@ -68,6 +72,9 @@ class _Spool:
         self.all = open(os.path.join(directory, "all"), "w+b")
         self.parts: list[_Part] = []
         self._own: Any = None
+        # One hasher, for the part being received (a BLAKE3 state is ~2 KB: one a part
+        # would make memory grow with the number of parts).
+        self._hasher = blake3.blake3()
 
     def start(self, size: int, address: str) -> _Part:
         if len(self.parts) >= MAX_PARTS:
@@ -78,16 +85,17 @@ class _Spool:
             self._own = open(path, "wb")
         part = _Part(size, address, self.all.tell(), path)
         self.parts.append(part)
+        self._hasher = blake3.blake3()
         return part
 
     def write(self, part: _Part, data: bytes) -> None:
-        part.hasher.update(data)
+        self._hasher.update(data)
         (self._own if part.path else self.all).write(data)
         part.left -= len(data)
         if part.left == 0:
             if part.path:
                 self._own.close()
-            got = "blake3:" + part.hasher.hexdigest()
+            got = "blake3:" + self._hasher.hexdigest()
             if got != part.address:
                 raise error(
                     "put.digest-mismatch",
@@ -160,7 +168,7 @@ async def put_batch(
     batch: int | None = Query(None, ge=1, description="Commit every N parts (--batch N)."),
     root: str | None = Query(None, description="Root the objects under this root."),
     one: Served = Depends(ingester),  # noqa: B008
-) -> dict[str, Any]:
+) -> StreamingResponse:
     """``{"results": [put --json object, ...]}``, one per part, in order."""
     with tempfile.TemporaryDirectory(prefix="evstore-batch-") as tmp:
         spool = _Spool(tmp)
@@ -173,9 +181,13 @@ async def put_batch(
             results = await run_in_threadpool(rooted(request, root, work))
         finally:
             spool.close()
-    out = []
-    for r in results:
-        row = r.digest.forms()
-        row["new"] = r.new
-        out.append(row)
-    return {"results": out}
+
+    def answer() -> Iterator[bytes]:
+        yield b'{"results":['
+        for i, r in enumerate(results):
+            row = r.digest.forms()
+            row["new"] = r.new
+            yield (b"," if i else b"") + json.dumps(row, separators=(",", ":")).encode()
+        yield b"]}"
+
+    return StreamingResponse(answer(), media_type="application/json")
