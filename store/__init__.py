@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .archive.registry import OciRepository
     from .archive.registry import open_repository as open_oci_repository
     from .archive.registry import push_manifest as push_oci_manifest
+    from .backends.credentials import S3Credentials, configure_s3, s3_credentials
     from .contracts.fragments.rules import scope_from_parts as fragment_scope
     from .contracts.fragments.store import PortableFragmentOps
     from .contracts.manifests.rules import manifest_address
@@ -120,12 +121,14 @@ _SOURCES: dict[str, str] = {
     "RefSyntaxError": "core.errors",
     "RemoteStore": "client",
     "RunReport": "core.results",
+    "S3Credentials": "backends.credentials",
     "ServerLimits": "server.limits:Limits",
     "Store": "facade.api",
     "StoreProtocol": "protocol",
     "StoreStateError": "core.errors",
     "bindings_of_fragment": "read.review",
     "check_kind": "objects.kinds",
+    "configure_s3": "backends.credentials",
     "create_app": "server.app",
     "create_session": "access.tokens",
     "create_token": "access.tokens",
@@ -159,6 +162,7 @@ _SOURCES: dict[str, str] = {
     "push_oci_manifest": "archive.registry:push_manifest",
     "revoke_token": "access.tokens",
     "rooting": "objects.leases",
+    "s3_credentials": "backends.credentials",
     "serve": "server.run",
     "session_scope": "access.tokens",
     "token_scope": "access.tokens",
@@ -197,12 +201,14 @@ __all__ = [
     "RefSyntaxError",
     "RemoteStore",
     "RunReport",
+    "S3Credentials",
     "ServerLimits",
     "Store",
     "StoreProtocol",
     "StoreStateError",
     "bindings_of_fragment",
     "check_kind",
+    "configure_s3",
     "create_app",
     "create_session",
     "create_token",
@@ -236,6 +242,7 @@ __all__ = [
     "push_oci_manifest",
     "revoke_token",
     "rooting",
+    "s3_credentials",
     "serve",
     "session_scope",
     "token_scope",

@@ -142,6 +142,9 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("blobs.unreachable", "store", "",
      "the blob backend (a directory or an S3-compatible server) cannot be reached; retryable"),
     ("blobs.backend", "store", "", "the blob backend failed (permissions, space, a refusal)"),
+    ("blobs.credentials", "store", "",
+     "no S3 credentials configured (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); evstore never "
+     "asks an instance-metadata service"),
     ("interrupted.signal", "store", "",
      "the command was interrupted (Ctrl-C, exit 130); its open transaction was rolled back"),
     # -- the HTTP server (docs/http.md) and its bearer tokens
