@@ -82,7 +82,7 @@ if TYPE_CHECKING:
     from .objects.kinds import check_kind, kind_page, known_kinds
     from .objects.leases import current_root, rooting
     from .protocol import StoreProtocol
-    from .read.describe import describe_artifact, object_head
+    from .read.describe import describe_artifact, object_head, presign_object
     from .read.review import bindings_of_fragment, edges_from, kind_counts, verify_now
     from .retention.audit import AuditRun
 
@@ -159,6 +159,7 @@ _SOURCES: dict[str, str] = {
     "open_oci_repository": "archive.registry:open_repository",
     "package_context_size": "contracts.packages.rules_context:context_size",
     "parse_ref": "core.refs",
+    "presign_object": "read.describe",
     "push_oci_manifest": "archive.registry:push_manifest",
     "revoke_token": "access.tokens",
     "rooting": "objects.leases",
@@ -239,6 +240,7 @@ __all__ = [
     "open_oci_repository",
     "package_context_size",
     "parse_ref",
+    "presign_object",
     "push_oci_manifest",
     "revoke_token",
     "rooting",

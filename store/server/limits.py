@@ -83,6 +83,11 @@ class Limits:
             Default 4.
         write_threads: ingests, bundles and puts run at once (their own pool); more wait.
             Reads keep the rest of the threads. Default 8.
+        redirect_large: a whole-object GET of a blob larger than this whose bytes are in
+            an S3 backend is answered 307 to a presigned URL of the bucket, for a client
+            that sends ``Evstore-Redirect: allow`` (``serve --redirect-large``). 0 (the
+            default): never.
+        redirect_seconds: how long such a URL is valid (seconds). Default 300.
     """
 
     object_bytes: int = 1 << 30
@@ -101,6 +106,8 @@ class Limits:
     connections: int = 1000
     validate_threads: int = 4
     write_threads: int = 8
+    redirect_large: int = 0
+    redirect_seconds: int = 300
 
     def body_limit(self, method: str, path: str) -> int:
         """The body limit of a request to ``path`` (the path after the store prefix too)."""
