@@ -165,6 +165,8 @@ def part_s(sw: seaweed.Seaweed, clients: int, seconds: float) -> dict[str, Any]:
 
 def _writer(url: str, seconds: float, out: Any) -> None:
     n = 0
+    # A spawned process: the library reads no environment, so it is given the credentials.
+    evstore.configure_s3(evstore.S3Credentials.from_variables(os.environ))
     with evstore.open(url) as store:
         store.put(os.urandom(KIB))  # connected and warm before the clock starts
         start = time.perf_counter()
@@ -238,6 +240,7 @@ def main() -> None:
         try:
             if "s" in args.parts:
                 result["s"] = part_s(sw, args.clients, args.seconds)
+                print("s:", json.dumps(result["s"]), flush=True)
             if "g" in args.parts:
                 result["g"] = part_g(sw, args.garbage, args.seconds)
                 print("g:", json.dumps(result["g"]), flush=True)
