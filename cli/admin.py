@@ -30,7 +30,8 @@ def init(ctx: Ctx, blobs: str | None) -> None:
     """Create the store (if missing) at the latest schema.
 
     Exit codes: 0 created or already current; 1 store error (e.g. store.schema-behind:
-    run `evstore migrate`; blobs.spec, blobs.unreachable for --blobs).
+    run `evstore migrate`; blobs.spec, blobs.unreachable, blobs.credentials for --blobs,
+    blobs.shared when its marker names another store: a directory or prefix has one store).
     """
     r = evstore.init(ctx.url, blobs=blobs)
     state = "created" if r["created"] else "already initialised"

@@ -429,6 +429,9 @@ class EvstoreGroup(click.Group):
 def cli(ctx: click.Context, url: str | None, as_json: bool, verbose: int, quiet: bool) -> None:
     """evstore: a content-addressed store for evidence artifacts."""
     ctx.obj = Ctx(env_url() if url is None else url, as_json, -1 if quiet else verbose)
+    # S3 credentials from the standard variables only: the library never reads the
+    # environment and never lets its S3 client search further (instance metadata).
+    evstore.configure_s3(evstore.S3Credentials.from_variables(os.environ))
     for arg in sys.argv[1:]:
         # Undecodable bytes arrive as lone surrogates (PEP 383); they are no evstore input.
         if any("\udc80" <= ch <= "\udcff" for ch in arg):

@@ -103,6 +103,21 @@ def parse_stores(args: tuple[str, ...], default: str) -> dict[str | None, str]:
     help="Requests handled at once per process; more get 503 http.busy (default 256).",
 )
 @click.option(
+    "--redirect-large",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="BYTES",
+    help="A whole GET of a blob over BYTES whose bytes are in an S3 backend answers 307 to a "
+    "presigned URL of the bucket, for clients sending Evstore-Redirect: allow (the evstore "
+    "client; it verifies the bytes). Default: never.",
+)
+@click.option(
+    "--redirect-seconds",
+    type=click.IntRange(min=1, max=7 * 86400),
+    default=None,
+    help="How long a redirect's presigned URL is valid (default 300).",
+)
+@click.option(
     "--log-key",
     type=str,  # read by the server before it listens: log.key-file, not a usage error
     envvar="EVSTORE_LOG_KEY",

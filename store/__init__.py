@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from .archive.registry import OciRepository
     from .archive.registry import open_repository as open_oci_repository
     from .archive.registry import push_manifest as push_oci_manifest
+    from .backends.credentials import S3Credentials, configure_s3, s3_credentials
     from .contracts.fragments.rules import scope_from_parts as fragment_scope
     from .contracts.fragments.store import PortableFragmentOps
     from .contracts.manifests.rules import manifest_address
@@ -81,7 +82,7 @@ if TYPE_CHECKING:
     from .objects.kinds import check_kind, kind_page, known_kinds
     from .objects.leases import current_root, rooting
     from .protocol import StoreProtocol
-    from .read.describe import describe_artifact, object_head
+    from .read.describe import describe_artifact, object_head, presign_object
     from .read.review import bindings_of_fragment, edges_from, kind_counts, verify_now
     from .retention.audit import AuditRun
     from .tlog.cosignature import Cosigner, read_cosigner_key
@@ -122,12 +123,14 @@ _SOURCES: dict[str, str] = {
     "RefSyntaxError": "core.errors",
     "RemoteStore": "client",
     "RunReport": "core.results",
+    "S3Credentials": "backends.credentials",
     "ServerLimits": "server.limits:Limits",
     "Store": "facade.api",
     "StoreProtocol": "protocol",
     "StoreStateError": "core.errors",
     "bindings_of_fragment": "read.review",
     "check_kind": "objects.kinds",
+    "configure_s3": "backends.credentials",
     "create_app": "server.app",
     "create_session": "access.tokens",
     "create_token": "access.tokens",
@@ -158,10 +161,12 @@ _SOURCES: dict[str, str] = {
     "open_oci_repository": "archive.registry:open_repository",
     "package_context_size": "contracts.packages.rules_context:context_size",
     "parse_ref": "core.refs",
+    "presign_object": "read.describe",
     "push_oci_manifest": "archive.registry:push_manifest",
     "read_cosigner_key": "tlog.cosignature",
     "revoke_token": "access.tokens",
     "rooting": "objects.leases",
+    "s3_credentials": "backends.credentials",
     "serve": "server.run",
     "session_scope": "access.tokens",
     "token_scope": "access.tokens",
@@ -201,12 +206,14 @@ __all__ = [
     "RefSyntaxError",
     "RemoteStore",
     "RunReport",
+    "S3Credentials",
     "ServerLimits",
     "Store",
     "StoreProtocol",
     "StoreStateError",
     "bindings_of_fragment",
     "check_kind",
+    "configure_s3",
     "create_app",
     "create_session",
     "create_token",
@@ -237,10 +244,12 @@ __all__ = [
     "open_oci_repository",
     "package_context_size",
     "parse_ref",
+    "presign_object",
     "push_oci_manifest",
     "read_cosigner_key",
     "revoke_token",
     "rooting",
+    "s3_credentials",
     "serve",
     "session_scope",
     "token_scope",

@@ -68,6 +68,12 @@ class BlobBackend(Protocol):
         """Store ``data`` under ``key``: visible whole or not at all."""
         ...
 
+    def create_bytes(self, key: str, data: bytes) -> bool:
+        """Store ``data`` under ``key`` only if no object has that key (atomically: of two
+        racing calls one wins); True when this call made it.
+        """  # noqa: D205
+        ...
+
     def get_range(self, key: str, start: int, end: int) -> bytes:
         """Bytes ``[start, end)`` of the object (fewer at its end).
 

@@ -87,6 +87,34 @@ class FileBackend:
         """Store ``data`` under ``key`` (temporary file, fsync, rename)."""
         self._write(key, lambda out: out.write(data))  # type: ignore[attr-defined]
 
+    def create_bytes(self, key: str, data: bytes) -> bool:
+        """Store ``data`` under ``key`` unless it exists: a temporary file, fsynced, then
+        hard-linked to the key (``link`` fails when the name exists); True when made here.
+        """  # noqa: D205
+        self._present()
+        target = self._path(key)
+        tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "xb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            try:
+                os.link(tmp, target)
+            except FileExistsError:
+                return False
+            fd = os.open(target.parent, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            return True
+        except OSError as exc:
+            raise self._fault(f"write {key}", exc) from None
+        finally:
+            tmp.unlink(missing_ok=True)
+
     def get_range(self, key: str, start: int, end: int) -> bytes:
         """Bytes ``[start, end)`` of the object (``corruption.blob-missing`` when absent)."""
         self._present()

@@ -2,10 +2,11 @@
 
 obstore (the Python binding of Rust's ``object_store``) speaks the S3 protocol; evstore
 writes no protocol code. It was chosen over boto3 for speed (bench/blobstore.py measures
-both on the same server). Credentials come from the standard chain the client reads itself
-(``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``, instance roles);
-the endpoint and region come from the spec's options or ``AWS_ENDPOINT_URL`` /
-``AWS_REGION``. Nothing secret is ever stored in the database. Uploads are single PUTs or
+both on the same server). Credentials are always given to the client (:mod:`.credentials`:
+the CLI reads ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``), so
+it never searches for them and never asks an instance-metadata service; the endpoint and
+region come from the spec's options, else from those credentials (``AWS_ENDPOINT_URL``,
+``AWS_REGION``). Nothing secret is ever stored in the database. Uploads are single PUTs or
 multipart uploads the server completes atomically: a key holds a whole object or none.
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 from ..core.errors import EvstoreError, error
 from ..core.extras import require
 from .base import CHUNK, Listed, missing, unreachable
+from .credentials import S3Credentials
 
 __all__ = ["S3Backend"]
 
@@ -44,8 +46,10 @@ class S3Backend:
     Args:
         bucket: the bucket's name (it must exist).
         prefix: a key prefix inside the bucket ("" for none), without slashes at its ends.
-        endpoint: the S3 endpoint URL (None: ``AWS_ENDPOINT_URL`` or AWS itself).
-        region: the region (None: ``AWS_REGION`` or the client's default).
+        credentials: the access key (:class:`~.credentials.S3Credentials`); its endpoint and
+            region are used when ``endpoint`` and ``region`` are None.
+        endpoint: the S3 endpoint URL (None: the credentials', else AWS itself).
+        region: the region (None: the credentials', else the client's default).
         timeout: seconds to connect and between two reads of an answer (None:
             :data:`DEFAULT_TIMEOUT`); a hung server is ``blobs.unreachable`` after about
             twice this.
@@ -59,6 +63,7 @@ class S3Backend:
         bucket: str,
         prefix: str = "",
         *,
+        credentials: S3Credentials,
         endpoint: str | None = None,
         region: str | None = None,
         timeout: float | None = None,
@@ -69,7 +74,16 @@ class S3Backend:
         self.bucket = bucket
         self.prefix = prefix.strip("/")
         self.spec = f"s3://{bucket}/{self.prefix}" if self.prefix else f"s3://{bucket}"
-        config: dict[str, Any] = {}
+        # The key pair always given: the client never searches the environment's chain,
+        # which ends at the instance-metadata service (a hang off that cloud).
+        config: dict[str, Any] = {
+            "access_key_id": credentials.access_key_id,
+            "secret_access_key": credentials.secret_access_key,
+        }
+        if credentials.session_token:
+            config["session_token"] = credentials.session_token
+        endpoint = endpoint or credentials.endpoint
+        region = region or credentials.region
         if endpoint:
             config["endpoint"] = endpoint
         if region:
@@ -122,6 +136,21 @@ class S3Backend:
             obstore.put(self._store, key, data)
         except Exception as exc:
             raise self._fault(f"upload {key}", exc) from None
+
+    def create_bytes(self, key: str, data: bytes) -> bool:
+        """Upload ``data`` under ``key`` unless it exists (a conditional PUT, ``If-None-Match:
+        *``); True when made here, False when the server refused it as existing.
+        """  # noqa: D205
+        import obstore
+        from obstore.exceptions import AlreadyExistsError, PreconditionError
+
+        try:
+            obstore.put(self._store, key, data, mode="create")
+        except (AlreadyExistsError, PreconditionError):
+            return False
+        except Exception as exc:
+            raise self._fault(f"upload {key}", exc) from None
+        return True
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
         """Bytes ``[start, end)`` of the object (fewer at its end; ``corruption.blob-missing``)."""
@@ -183,6 +212,20 @@ class S3Backend:
             return
         except Exception as exc:
             raise self._fault(f"delete {key}", exc) from None
+
+    def presign_get(self, key: str, seconds: int) -> str:
+        """A URL that GETs the object for ``seconds`` without credentials (AWS SigV4 query
+        signing, by obstore: no request is made). Ranges work on it (``Range`` is not signed).
+
+        Raises:
+            StoreStateError: ``blobs.backend`` when the client cannot sign.
+        """  # noqa: D205
+        import obstore
+
+        try:
+            return obstore.sign(self._store, "GET", key, _dt.timedelta(seconds=seconds))
+        except Exception as exc:
+            raise self._fault(f"sign a GET of {key}", exc) from None
 
     def list(self, prefix: str) -> Iterator[Listed]:
         """Every object under the directory ``prefix`` (``""``: all), in pages."""

@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..core.errors import error
 from .base import BlobBackend
+from .credentials import S3Credentials, missing_credentials, s3_credentials
 
 __all__ = ["BackendSpec", "INLINE", "open_backend", "parse_spec", "same_place"]
 
@@ -150,12 +151,15 @@ def same_place(a: str, b: str) -> bool | None:
         return None
 
 
-_OPENED: dict[tuple[str, float | None], BlobBackend] = {}
+_OPENED: dict[tuple[str, float | None, S3Credentials | None], BlobBackend] = {}
 _LOCK = threading.Lock()
 
 
 def open_backend(text: str, *, timeout: float | None = None) -> BlobBackend:
-    """The backend a spec names, opened once per process and timeout (``inline`` has none).
+    """The backend a spec names, opened once per process, timeout and S3 credentials.
+
+    ``inline`` has none. An S3 backend is opened with the credentials of
+    :func:`~.credentials.configure_s3` and nothing else (no instance-metadata lookup).
 
     Args:
         text: the spec.
@@ -164,15 +168,21 @@ def open_backend(text: str, *, timeout: float | None = None) -> BlobBackend:
 
     Raises:
         InputError: ``blobs.spec`` (a malformed spec, ``inline``, or no S3 client).
-        StoreStateError: ``blobs.backend`` (a directory that cannot be created).
+        StoreStateError: ``blobs.backend`` (a directory that cannot be created),
+            ``blobs.credentials`` (an S3 spec and no credentials configured).
     """
     spec = parse_spec(text)
     if spec.kind == INLINE:
         raise _bad(text, "inline bytes live in the database, not in a backend")
+    creds = None
     if spec.kind == "file":
         timeout = None  # a directory has no timeouts: one backend per spec
+    else:
+        creds = s3_credentials()
+        if creds is None:
+            raise missing_credentials(spec.text)
     with _LOCK:
-        found = _OPENED.get((spec.text, timeout))
+        found = _OPENED.get((spec.text, timeout, creds))
         if found is not None:
             return found
         backend: BlobBackend
@@ -183,12 +193,14 @@ def open_backend(text: str, *, timeout: float | None = None) -> BlobBackend:
         else:
             from .s3 import S3Backend
 
+            assert creds is not None
             backend = S3Backend(
                 spec.bucket,
                 spec.prefix,
+                credentials=creds,
                 endpoint=spec.endpoint,
                 region=spec.region,
                 timeout=timeout,
             )
-        _OPENED[(spec.text, timeout)] = backend
+        _OPENED[(spec.text, timeout, creds)] = backend
         return backend

@@ -3,7 +3,8 @@
 Rows whose bytes are missing or damaged in a backend are found by the blob pass itself
 (it reads every blob through :func:`evstore.objects.blobs.iter_stored`); this module adds
 the other direction: every object in a backend the store names that no row names and no
-queued deletion holds, once older than ``blobs.orphan_grace_seconds``.
+queued deletion holds, once older than ``blobs.orphan_grace_seconds``; and a backend whose
+marker names another store (store/objects/markers.py).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from collections.abc import Iterator
 import sqlalchemy as sa
 
 from ..core.errors import EvstoreError, error
-from ..objects.external import find_orphans
+from ..objects.external import backends_in_use, find_orphans
+from ..objects.markers import marker_faults
 
 __all__ = ["orphan_faults"]
 
@@ -24,6 +26,7 @@ def orphan_faults(conn: sa.Connection) -> Iterator[EvstoreError]:
     reported as its ``blobs.*`` error.
     """  # noqa: D205
     try:
+        yield from marker_faults(conn, backends_in_use(conn))  # another store's place?
         orphans = find_orphans(conn)
     except EvstoreError as err:
         if err.code != "corruption.setting":  # the check reported that one already

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import email.utils
 import random
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -201,10 +202,28 @@ class Http:
             transport=transport,
             follow_redirects=False,
         )
+        self._transport = transport
+        self._bucket: httpx.Client | None = None
+        self._bucket_lock = threading.Lock()
+
+    def bucket(self) -> httpx.Client:
+        """A client for presigned URLs of a bucket: no token, no base URL (made once)."""
+        with self._bucket_lock:
+            if self._bucket is None:
+                self._bucket = httpx.Client(
+                    headers={"User-Agent": "evstore"},
+                    timeout=self.client.timeout,
+                    transport=self._transport,
+                    follow_redirects=False,
+                )
+            return self._bucket
 
     def close(self) -> None:
-        """Close the connection pool."""
+        """Close the connection pools."""
         self.client.close()
+        with self._bucket_lock:
+            if self._bucket is not None:
+                self._bucket.close()
 
     # -- requests -------------------------------------------------------------------------
     def request(

@@ -46,6 +46,7 @@ from ..core.results import (
 from .admin import RemoteAdmin
 from .archives import RemoteArchives
 from .http import DEFAULT_TIMEOUT, Http, RetryPolicy, rebuild_error, unsupported
+from .redirects import check_promised, get_object
 from .retention import RemoteRetention, root_params
 from .shapes import forms_digest, warning_dicts
 
@@ -209,13 +210,14 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
     def _fetch(self, ref: ContentRef, sink: Callable[[bytes], Any]) -> Digest:
         """GET an object into ``sink`` chunk by chunk; its verified digest."""
         path = _object_path(ref.text)
-        resp = self.http.request("GET", path, idempotent=True, stream=True)
+        resp, promised = get_object(self.http, path)  # from the bucket when redirected
         h = Hasher()
         for chunk in self.http.iter_bytes(resp, "GET", path):
             h.update(chunk)
             sink(chunk)
         digest = h.digest()
         self._verify(ref, digest)
+        check_promised(self.http, ref.text, digest, promised)
         return digest
 
     # -- blobs ----------------------------------------------------------------------------
@@ -334,7 +336,7 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
                 yield digest, iter(lambda: spool.read(_CHUNK), b"")
             return
         path = _object_path(parsed.text)
-        resp = self.http.request("GET", path, idempotent=True, stream=True)
+        resp, promised = get_object(self.http, path)
         try:
             announced = int(resp.headers.get("Content-Length", "0"))
         except ValueError:
@@ -348,6 +350,7 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
                 yield chunk
             digest = h.digest()
             self._verify(parsed, digest)
+            check_promised(self.http, parsed.text, digest, promised)
             pending.resolve(digest)
 
         try:

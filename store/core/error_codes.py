@@ -118,6 +118,8 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("check.artifact-without-blob", "corruption", "", "an artifact index row has no blob"),
     ("check.blob-orphan", "corruption", "",
      "an object in a blob backend that no blob row names, older than blobs.orphan_grace_seconds"),
+    ("check.blob-marker", "corruption", "",
+     "a blob backend the store names holds the marker of another store"),
     # -- the store and its database
     ("store.missing", "store", "", "no store at that URL (create one with evstore init)"),
     ("store.schema-behind", "store", "",
@@ -145,6 +147,12 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("blobs.unreachable", "store", "",
      "the blob backend (a directory or an S3-compatible server) cannot be reached; retryable"),
     ("blobs.backend", "store", "", "the blob backend failed (permissions, space, a refusal)"),
+    ("blobs.shared", "store", "",
+     "the blob backend's marker names another store; two stores never share a directory or "
+     "prefix (each one's gc would delete the other's bytes)"),
+    ("blobs.credentials", "store", "",
+     "no S3 credentials configured (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY); evstore never "
+     "asks an instance-metadata service"),
     ("interrupted.signal", "store", "",
      "the command was interrupted (Ctrl-C, exit 130); its open transaction was rolled back"),
     # -- the HTTP server (docs/http.md) and its bearer tokens

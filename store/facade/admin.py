@@ -28,8 +28,8 @@ from ..core.times import utc_text
 from ..db.settings import load_settings, write_setting
 from ..db.tables import tokens
 from ..db.transactions import Transactions
-from ..objects.external import probe_backend
 from ..objects.leases import LEASE_SETTING, cap_leases
+from ..objects.markers import claim_backend
 
 __all__ = ["SCOPES", "TokenOps", "read_config", "token_sha256", "write_config"]
 
@@ -63,14 +63,14 @@ def write_config(db: Transactions, name: str, value: Any) -> Any:
 
     Raises:
         InputError: ``config.unknown`` / ``config.value``; ``blobs.spec``.
-        StoreStateError: ``blobs.unreachable``.
+        StoreStateError: ``blobs.unreachable``; ``blobs.shared`` (another store's marker).
     """
     if isinstance(value, str):
         parsed = parse_setting_value(name, value)
     else:
         parsed = check_setting_value(name, value)
     if name == "blobs.backend":
-        parsed = probe_backend(parsed)
+        parsed = claim_backend(db, parsed)  # answers, and is this store's
 
     def work(conn: Any) -> None:
         write_setting(conn, name, parsed)

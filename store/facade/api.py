@@ -43,9 +43,10 @@ from ..objects.artifacts import (
 )
 from ..objects.blob_batches import put_expecting, put_stream_many, rereadable
 from ..objects.blob_reads import BlobRead, has_verified, read_batches, resolve
-from ..objects.external import EXTERNAL, make_backend_dir, probe_backend
+from ..objects.external import EXTERNAL, make_backend_dir
 from ..objects.kinds import check_kind, lookup_value
 from ..objects.listing import iter_artifacts, iter_blobs
+from ..objects.markers import claim_backend
 from ..objects.staged import Staged
 from ..objects.txn import Txn
 from .admin import TokenOps, read_config, write_config
@@ -118,10 +119,10 @@ def init(url: str, *, blobs: str | None = None) -> dict[str, Any]:
     """
     made = make_backend_dir(blobs) if blobs is not None else []
     try:
-        spec = probe_backend(blobs) if blobs is not None else None
         db = Database(url)
         try:
             existed = db.schema_state().initialised
+            spec = None if blobs is None else claim_backend(db if existed else None, blobs)
         finally:
             db.dispose()
         with Store(url, create=True) as store:

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
+from ..backends.base import blob_key
+from ..backends.spec import open_backend, parse_spec
 from ..core.errors import error
 from ..core.refs import parse_ref
 from ..core.times import utc_text
@@ -21,7 +23,7 @@ from ..objects.lineage import referrers, resolve
 if TYPE_CHECKING:
     from ..facade.api import Store
 
-__all__ = ["describe_artifact", "object_head"]
+__all__ = ["describe_artifact", "object_head", "presign_object"]
 
 
 def describe_artifact(store: Store, ref: str) -> dict[str, Any]:
@@ -106,3 +108,36 @@ def object_head(store: Store, ref: str) -> dict[str, Any]:
         "size": stat["size"],
         "artifact": bool(stat["artifacts"]),
     }
+
+
+def presign_object(store: Store, address: str, seconds: int) -> str | None:
+    """A short-lived URL of the bucket that GETs the bytes of the blob ``address``, or None.
+
+    None when the blob's bytes are not in an S3 backend (in the database, in a directory,
+    or no such row): the caller then serves the bytes itself. The URL is signed for
+    ``seconds`` with this process's S3 credentials; no request is made, nothing is
+    verified here: whoever follows the URL verifies what it receives against ``address``
+    and the SHA-256 (the evstore client does; docs/http.md#redirects-to-the-bucket).
+
+    Args:
+        store: the open store.
+        address: ``blake3:<64 hex>``.
+        seconds: how long the URL is valid.
+
+    Raises:
+        StoreStateError: ``blobs.credentials``, ``blobs.backend`` (the URL cannot be signed).
+    """
+    parsed = parse_ref(address)
+    if parsed.algorithm != "blake3":
+        return None
+    row = point_row(
+        store.transactions, "SELECT stored_in FROM blobs WHERE address = ?", (parsed.hex,)
+    )
+    if row is None or row is FALLBACK or row[0] is None:
+        return None
+    spec = str(row[0])
+    if parse_spec(spec).kind != "s3":
+        return None
+    backend = open_backend(spec)
+    sign = getattr(backend, "presign_get", None)
+    return None if sign is None else str(sign(blob_key(parsed.hex), seconds))

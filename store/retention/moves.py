@@ -53,9 +53,9 @@ from ..objects.external import (
     EXTERNAL,
     cancel_deletions,
     make_backend_dir,
-    probe_backend,
     queue_deletions,
 )
+from ..objects.markers import claim_backend
 
 __all__ = ["BATCH", "BATCH_BYTES", "MoveReport", "move_blobs"]
 
@@ -268,7 +268,7 @@ def _start(db: Transactions, to: str) -> tuple[str, int]:
     """Check and set the target (``blobs.backend``); its normal form and ``blobs.inline_max``."""
     made = make_backend_dir(to)
     try:
-        spec = probe_backend(to)
+        spec = claim_backend(db, to)  # answers, and is this store's (its marker)
     except BaseException:
         for folder in reversed(made):
             with contextlib.suppress(OSError):

@@ -86,6 +86,11 @@ class Limits:
         upload_expiry: seconds an OCI blob upload (docs/registry.md#push) may go unused,
             unfinished or finished and not yet named by a manifest, before its spooled file
             is removed. Default 3600.
+        redirect_large: a whole-object GET of a blob larger than this whose bytes are in
+            an S3 backend is answered 307 to a presigned URL of the bucket, for a client
+            that sends ``Evstore-Redirect: allow`` (``serve --redirect-large``). 0 (the
+            default): never.
+        redirect_seconds: how long such a URL is valid (seconds). Default 300.
     """
 
     object_bytes: int = 1 << 30
@@ -105,6 +110,8 @@ class Limits:
     validate_threads: int = 4
     write_threads: int = 8
     upload_expiry: float = 3600.0
+    redirect_large: int = 0
+    redirect_seconds: int = 300
 
     def body_limit(self, method: str, path: str) -> int:
         """The body limit of a request to ``path`` (the path after the store prefix too)."""

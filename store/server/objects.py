@@ -25,7 +25,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from .. import CorruptionError, Store, error, object_head, parse_ref
+from .. import CorruptionError, EvstoreError, Store, error, object_head, parse_ref, presign_object
 from .app import Served
 from .auth import actor, ingester, reader, writes_leases
 from .limits import TransferAborted
@@ -34,7 +34,7 @@ from .problems import problem
 from .wire import OBJECT_RESPONSES, json_body, known_members, refs_list, request_body
 from .writes import rooted
 
-__all__ = ["IMMUTABLE", "SMALL_MAX", "STORED_BYTES", "parse_range", "router"]
+__all__ = ["IMMUTABLE", "REDIRECT_HEADER", "SMALL_MAX", "STORED_BYTES", "parse_range", "router"]
 
 log = logging.getLogger("server")
 
@@ -44,6 +44,9 @@ router = APIRouter()
 SMALL_MAX = 8 << 20
 #: The ``Cache-Control`` of every object (its bytes never change under its address).
 IMMUTABLE = "public, max-age=31536000, immutable"
+#: The request header by which a client says it follows a redirect to the bucket and
+#: verifies the bytes itself (value ``allow``); docs/http.md#redirects-to-the-bucket.
+REDIRECT_HEADER = "Evstore-Redirect"
 #: A PUT body is kept in memory up to this many bytes, then in a temporary file.
 SPOOL_MAX = 8 << 20
 
@@ -159,6 +162,10 @@ def get_object(
         )
         return problem(err, 416, headers={"Content-Range": f"bytes */{size}"})
     head = request.method == "HEAD"
+    if wanted is None and not head:
+        moved = _redirect(one, request, stat, headers)
+        if moved is not None:
+            return moved
     if size <= SMALL_MAX:
         data = one.store.get(ref)  # verified whole before the first byte is sent
         if wanted is None:
@@ -182,6 +189,34 @@ def get_object(
     )
 
 
+def _redirect(
+    one: Served, request: Request, stat: dict[str, Any], headers: dict[str, str]
+) -> Response | None:
+    """307 to a presigned URL of the bucket, or None to serve the bytes here.
+
+    Only a whole-object GET of a blob over ``limits.redirect_large`` bytes whose bytes are
+    in an S3 backend, asked by a client that sends ``Evstore-Redirect: allow`` (it verifies
+    what it receives: the server cannot, the bytes go from the bucket to the client). The
+    answer keeps ``ETag`` (the BLAKE3 address) and ``Repr-Digest`` (the SHA-256), which the
+    client checks the received bytes against; it is never cached (the URL expires).
+    """
+    limit = one.limits.redirect_large
+    if limit <= 0 or int(stat["size"]) <= limit:
+        return None
+    if request.headers.get(REDIRECT_HEADER, "").strip().lower() != "allow":
+        return None
+    try:
+        url = presign_object(one.store, str(stat["address"]), one.limits.redirect_seconds)
+    except EvstoreError as err:  # cannot sign: serve the bytes ourselves
+        log.warning("no redirect for %s: %s", stat["address"], err)
+        return None
+    if url is None:
+        return None
+    out = {k: v for k, v in headers.items() if k in ("ETag", "Repr-Digest")}
+    out.update({"Location": url, "Cache-Control": "no-store", "Vary": REDIRECT_HEADER})
+    return Response(b"", 307, headers=out)
+
+
 _GET_DOC: dict[str, Any] = {
     "summary": "The exact stored bytes of an object, by any content ref",
     "response_class": Response,
@@ -189,6 +224,11 @@ _GET_DOC: dict[str, Any] = {
         200: {"description": "The exact stored bytes.", "content": {"*/*": {}}},
         206: {"description": "The one byte range asked.", "content": {"*/*": {}}},
         304: {"description": "Not modified (If-None-Match matched the ETag)."},
+        307: {
+            "description": "The bytes are at this presigned URL of the bucket (serve "
+            "--redirect-large, only for a request with Evstore-Redirect: allow; verify them "
+            "against the ETag and Repr-Digest)."
+        },
         **OBJECT_RESPONSES,
     },
 }

@@ -23,7 +23,7 @@ from typing import Any
 import uvicorn
 from uvicorn.supervisors import Multiprocess
 
-from .. import error
+from .. import S3Credentials, configure_s3, error, s3_credentials
 from .app import create_app
 from .limits import Limits
 from .protocol import GuardedH11Protocol
@@ -42,9 +42,14 @@ class AppFactory:
     log_key: str | None = None
     checkpoint_every: float = DEFAULT_EVERY_S
     witness_key: str | None = None
+    #: The S3 credentials of the process that made the factory: a worker process is
+    #: started fresh (spawned) and configures them before it opens a store.
+    s3: S3Credentials | None = None
 
     def __call__(self) -> Any:
         """Build the app (opens every store)."""
+        if self.s3 is not None and s3_credentials() is None:
+            configure_s3(self.s3)
         return create_app(
             self.stores,
             public_read=self.public_read,
@@ -97,7 +102,15 @@ def serve(
         StoreStateError: ``http.listen`` (the address is in use or not allowed).
     """
     limits = limits or Limits()
-    factory = AppFactory(dict(stores), public_read, limits, log_key, checkpoint_every, witness_key)
+    factory = AppFactory(
+        dict(stores),
+        public_read,
+        limits,
+        log_key,
+        checkpoint_every,
+        witness_key,
+        s3_credentials(),
+    )
     first = factory()  # every store opens now, or the command fails with its typed error
     try:
         sock = listen(host, port)

@@ -27,18 +27,34 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[seaweed.Seaw
         if _required():
             pytest.fail(msg + " and EVSTORE_REQUIRE_S3=1")
         pytest.skip(msg)
+    import evstore
+
     sw = seaweed.start(tmp_path_factory.mktemp("seaweed"))
     saved = {k: os.environ.get(k) for k in sw.env()}
-    os.environ.update(sw.env())
+    os.environ.update(sw.env())  # for the evstore processes the tests start
+    before = evstore.configure_s3(evstore.S3Credentials.from_variables(sw.env()))
     try:
         yield sw
     finally:
+        evstore.configure_s3(before)
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
         sw.stop()
+
+
+@pytest.fixture
+def s3_credentials() -> Iterator[None]:
+    """Some S3 credentials configured in this process (for servers that are down or hung)."""
+    import evstore
+
+    before = evstore.configure_s3(evstore.S3Credentials("test-key", "test-secret"))
+    try:
+        yield
+    finally:
+        evstore.configure_s3(before)
 
 
 @pytest.fixture(params=["file", "s3"])

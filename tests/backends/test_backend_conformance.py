@@ -105,7 +105,7 @@ def test_the_directory_backend_writes_whole_files_or_nothing(tmp_path):
     assert info.value.code == "blobs.key"
 
 
-def test_an_unreachable_s3_server_is_a_typed_retryable_error_in_seconds():
+def test_an_unreachable_s3_server_is_a_typed_retryable_error_in_seconds(s3_credentials):
     b = open_backend("s3://evstore-down/x?endpoint=http://127.0.0.1:9&region=us-east-1")
     started = time.monotonic()
     with pytest.raises(evstore.StoreStateError) as info:
@@ -184,7 +184,7 @@ def test_a_spec_that_would_not_read_back_the_same_is_refused(text):
     assert info.value.code == "blobs.spec"
 
 
-def test_a_hung_s3_server_is_unreachable_within_the_timeout_setting():
+def test_a_hung_s3_server_is_unreachable_within_the_timeout_setting(s3_credentials):
     """A server that accepts connections and never answers (a hung process) is
     ``blobs.unreachable`` after about twice ``blobs.timeout_seconds``, not obstore's 30 s
     request timeout (the bound below only guards against that hang).

@@ -43,7 +43,9 @@ INLINE_MAX = 1024
 RETRYABLE = {"store.busy", "store.unreachable", "blobs.unreachable", "http.unavailable"}
 
 _COLLECTOR = """
-import sys, time, evstore
+import os, sys, time, evstore
+# The library reads no environment: a program hands it the S3 credentials.
+evstore.configure_s3(evstore.S3Credentials.from_variables(os.environ))
 url, seconds = sys.argv[1], float(sys.argv[2])
 deleted = drained = runs = 0
 deadline = time.monotonic() + seconds

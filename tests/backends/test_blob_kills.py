@@ -28,7 +28,9 @@ from evstore.db.tables import blob_deletions
 INLINE_MAX = 1024
 
 _COLLECTOR = """
-import sys, time, evstore
+import os, sys, time, evstore
+# The library reads no environment: a program hands it the S3 credentials.
+evstore.configure_s3(evstore.S3Credentials.from_variables(os.environ))
 from evstore.backends import file, s3
 when = sys.argv[2]
 for cls in (file.FileBackend, s3.S3Backend):
