@@ -16,7 +16,9 @@ which keeps indices dense under concurrent writers, exactly as the store does), 
 entries with ``json.dumps`` (for these ASCII strings and one integer the same bytes as RFC
 8785), hashes leaves and nodes with ``hashlib`` (SHA-256, RFC 9162 2.1.1) and inserts each
 table with one ``executemany`` (SQLite) or one binary ``COPY`` (PostgreSQL). It does no
-existence lookups: every row is new on a fresh store.
+existence lookups: every row is new on a fresh store. Since schema revision 0011 the root,
+lease and log rows name each blob by its ``blobs.id``, which it reads by address in one
+statement (per 500 on SQLite), as the store does.
 """
 
 from __future__ import annotations
@@ -38,17 +40,35 @@ LOG_LOCK = 7403012513
 Write = tuple[str, str, str, int, "str | None"]
 
 _COPY_TYPES = {
-    "roots": ["varchar", "varchar"],
-    "leases": ["varchar", "timestamptz"],
-    "log_entries": ["int8", "varchar", "bytea"],
+    "roots": ["varchar", "int8"],
+    "leases": ["int8", "timestamptz"],
+    "log_entries": ["int8", "varchar", "bytea", "int8"],
     "log_nodes": ["int4", "int8", "bytea"],
 }
+#: Since schema revision 0011 roots, leases and log entries name a blob by its ``blobs.id``.
 _COLUMNS = {
-    "roots": "name, address",
-    "leases": "address, expires_at",
-    "log_entries": "idx, address, entry",
+    "roots": "name, blob",
+    "leases": "blob, expires_at",
+    "log_entries": "idx, address, entry, blob",
     "log_nodes": "level, idx, hash",
 }
+
+
+def _ids(conn: Any, pg: bool, addresses: Sequence[str]) -> dict[str, int]:
+    """``address -> blobs.id`` of ``addresses`` (stored in this transaction), by driver."""
+    cur = conn.cursor()
+    out: dict[str, int] = {}
+    if pg:
+        cur.execute("SELECT address, id FROM blobs WHERE address = ANY(%s)", (list(addresses),))
+        out.update(cur.fetchall())
+        return out
+    for i in range(0, len(addresses), 500):
+        part = list(addresses[i : i + 500])
+        cur.execute(
+            f"SELECT address, id FROM blobs WHERE address IN ({','.join('?' * len(part))})", part
+        )
+        out.update(cur.fetchall())
+    return out
 
 
 def _entry(op: str, address: str, sha256: str, size: int, kind: str | None, at: str) -> bytes:
@@ -149,8 +169,9 @@ def write_bookkeeping(
     if leased is None:
         leased = [w[1] for w in writes]
     when: Any = expires if pg else expires.replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
-    _insert(conn, pg, "roots", [(root, a) for a in sorted(set(rooted))])
-    _insert(conn, pg, "leases", [(a, when) for a in sorted(set(leased))])
+    ids = _ids(conn, pg, sorted(set(rooted) | set(leased) | {w[1] for w in writes}))
+    _insert(conn, pg, "roots", [(root, ids[a]) for a in sorted(set(rooted))])
+    _insert(conn, pg, "leases", [(ids[a], when) for a in sorted(set(leased))])
     if pg:
         conn.execute(f"SELECT pg_advisory_xact_lock({LOG_LOCK})")
     size, found = _head(conn, pg)
@@ -159,6 +180,9 @@ def write_bookkeeping(
         conn,
         pg,
         "log_entries",
-        [(size + i, w[1], e) for i, (w, e) in enumerate(zip(writes, entries, strict=True))],
+        [
+            (size + i, w[1], e, ids[w[1]])
+            for i, (w, e) in enumerate(zip(writes, entries, strict=True))
+        ],
     )
     _insert(conn, pg, "log_nodes", _nodes(size, found, entries))

@@ -12,7 +12,9 @@ tests/test_upgrade.py loads the dump into an empty store created at that revisio
 and on PostgreSQL), opens it with the current code, checks it and reads every artifact back.
 The committed dump was made by the code of main before issue 9 (one shape, error boundary,
 thin CLI): regenerate it only to add a fixture for a newer storage revision, never to make
-the upgrade test pass.
+the upgrade test pass. tests/data/store-0010.json was made by evstore 0.10.0 (main at
+dd51606, schema 0010), with roots, leases, a collected object, a signed checkpoint and a
+queued entry added (``_retention_and_log``) for revision 0012's rekeying.
 """
 
 from __future__ import annotations
@@ -83,13 +85,53 @@ def _package_with_warnings() -> dict[str, Any]:
     return doc
 
 
+def _has_log(run: Any) -> bool:
+    """Whether this evstore has roots and a signed log (schema revision 0007 and later)."""
+    try:
+        run("evstore", "log", "--help")
+    except subprocess.CalledProcessError:
+        return False
+    return True
+
+
+def _retention_and_log(run: Any, scratch: Path, big: Path) -> None:
+    """Roots (one held until a time), a collected object, a signed checkpoint, a queued entry.
+
+    What a store of revision 0007 and later holds besides its objects: the rows revision
+    0012 rekeys (roots, leases, log entries) in each of their states.
+    """
+    import blake3
+
+    address = "blake3:" + blake3.blake3(big.read_bytes()).hexdigest()
+    run("evstore", "retain", "--root", "published", "--until", "2099-01-01T00:00:00Z", address)
+    run("evstore", "retain", "--root", "kept", address)
+    gone = scratch / "collected.bin"
+    gone.write_bytes(b"stored, released and collected before the upgrade")
+    run("evstore", "config", "gc.lease-seconds", "0")
+    run("evstore", "put", str(gone))
+    gone_ref = "blake3:" + blake3.blake3(gone.read_bytes()).hexdigest()
+    run("evstore", "release", "--root", "default", gone_ref)
+    run("evstore", "gc")
+    run("evstore", "config", "gc.lease-seconds", "3600")
+    run("evstore", "log", "init-key", str(scratch / "log.key"))
+    run("evstore", "log", "checkpoint", "--key", str(scratch / "log.key"))
+    late = scratch / "late.bin"
+    late.write_bytes(b"put after the last checkpoint: its entry is still queued")
+    run("evstore", "put", str(late))
+
+
+def _env(scratch: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["EVSTORE_URL"] = f"sqlite:///{scratch / 'store.db'}"
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    return env
+
+
 def build(out: Path) -> dict[str, Any]:
     """Run examples/run.sh against a scratch SQLite store and write its dump to ``out``."""
     with tempfile.TemporaryDirectory() as scratch:
         url = f"sqlite:///{Path(scratch) / 'store.db'}"
-        env = dict(os.environ)
-        env["EVSTORE_URL"] = url
-        env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+        env = _env(Path(scratch))
 
         def run(*args: str) -> None:
             subprocess.run(args, cwd=scratch, env=env, check=True, stdout=subprocess.DEVNULL)
@@ -103,6 +145,8 @@ def build(out: Path) -> dict[str, Any]:
         warned.write_text(json.dumps(_package_with_warnings(), indent=1))
         run("evstore", "ingest", str(warned))
         run("evstore", "config", "manifests.accept_unverified_phase", "true")
+        if _has_log(run):
+            _retention_and_log(run, Path(scratch), big)
         run("evstore", "check")
         data = dump(url)
     out.parent.mkdir(parents=True, exist_ok=True)

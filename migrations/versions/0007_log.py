@@ -101,10 +101,10 @@ def _backfill(conn: Any) -> None:
     for item in list(_existing(conn)) if conn.dialect.name == "sqlite" else _existing(conn):
         batch.append(item)
         if len(batch) >= _BATCH:
-            append_entries(conn, batch)
+            append_entries(conn, batch, by_blob=False)
             batch.clear()
     if batch:
-        append_entries(conn, batch)
+        append_entries(conn, batch, by_blob=False)
 
 
 def downgrade() -> None:

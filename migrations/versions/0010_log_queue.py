@@ -46,7 +46,7 @@ def downgrade() -> None:
     conn = op.get_bind()
     rows = conn.execute(sa.text("SELECT address, entry FROM log_queue ORDER BY batch, pos")).all()
     if rows:
-        append_entries(conn, [(str(r.address), bytes(r.entry)) for r in rows])
+        append_entries(conn, [(str(r.address), bytes(r.entry)) for r in rows], by_blob=False)
     if op.get_bind().dialect.name == "postgresql":
         op.execute("DROP SEQUENCE log_queue_batches")
     op.drop_index("ix_log_queue_address", table_name="log_queue")

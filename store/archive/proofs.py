@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection
 
 from ..core.errors import EvstoreError, error
 from ..db.tables import log_checkpoints, log_entries, log_keys
-from ..objects.log_entries import inclusion_at
+from ..objects.log_entries import entries_naming, inclusion_at
 from ..tlog.checkpoint import TlogProof, format_tlog_proof
 
 __all__ = [
@@ -74,7 +74,7 @@ def collect_proofs(conn: Connection, addresses: list[str]) -> tuple[bytes, bytes
     for address in addresses:
         found = conn.execute(
             sa.select(log_entries.c.idx, log_entries.c.entry)
-            .where(log_entries.c.address == address.removeprefix("blake3:"))
+            .where(*entries_naming(address.removeprefix("blake3:")))
             .where(log_entries.c.idx < size)
             .order_by(log_entries.c.idx.desc())
             .limit(1)

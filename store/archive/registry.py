@@ -114,7 +114,11 @@ class OciRepository:
     def entries(self) -> tuple[str, ...]:
         """The BLAKE3 hex of every object the root holds, sorted."""
         with self.store.transactions.read() as conn:
-            q = sa.select(roots.c.address).where(roots.c.name == self.name)
+            q = (
+                sa.select(blobs.c.address)
+                .join(roots, roots.c.blob == blobs.c.id)
+                .where(roots.c.name == self.name)
+            )
             return tuple(sorted(r.address for r in conn.execute(q)))
 
     @functools.cached_property
@@ -278,9 +282,7 @@ def open_repository(store: Store, name: str) -> OciRepository:
     """
     check_repository(name)
     with store.transactions.read() as conn:
-        held = conn.execute(
-            sa.select(roots.c.address).where(roots.c.name == name).limit(1)
-        ).scalar()
+        held = conn.execute(sa.select(roots.c.blob).where(roots.c.name == name).limit(1)).scalar()
     if held is None:
         raise error("not-found.root", f"no root named {name!r} holds anything", root=name)
     return OciRepository(store, name)

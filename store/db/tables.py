@@ -35,6 +35,11 @@ Revision 0006 adds foreign keys (docs/design.md#retention-and-garbage-collection
 ``src`` and ``dst``, an artifact's ``address``, a root's and a lease's ``address`` each name
 a stored blob, so a dangling reference cannot be committed and a referenced blob cannot be
 deleted.
+
+Revision 0012 keys ``blobs`` by an integer row id (``id``; the address stays unique) and
+rekeys ``roots`` and ``leases`` by it (column ``blob``); ``log_entries`` finds an object's
+entries by ``blob`` instead of an index on the address. Ids grow with each insert, so these
+tables' inserts append (docs/benchmarks.md, issue 29).
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ __all__ = [
     "log_queue",
     "metadata",
     "retention_history",
+    "retired_blob_ids",
     "roots",
     "settings",
     "tokens",
@@ -86,7 +92,11 @@ metadata = MetaData()
 blobs = Table(
     "blobs",
     metadata,
-    Column("address", String(64), primary_key=True),
+    # The row id (revision 0012): roots, leases and log entries refer to a blob by it, so
+    # their inserts append to their B-trees instead of landing on a random page each.
+    # SQLite: an alias of the rowid. Internal only: never shown, never in an address.
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
+    Column("address", String(64), nullable=False),
     Column("sha256", String(64), nullable=False),
     Column("size", BigInteger, nullable=False),
     # Inline bytes for blobs up to INLINE_MAX; NULL when the bytes are in blob_chunks.
@@ -94,8 +104,11 @@ blobs = Table(
     Column("chunk_set", BigInteger, nullable=True),
     # The blob backend holding the bytes (chunk_set -1), NULL when they are in the database.
     Column("stored_in", String(512), nullable=True),
+    UniqueConstraint("address", name="uq_blobs_address"),
     Index("ix_blobs_sha256", "sha256"),
     Index("ix_blobs_stored_in", "stored_in"),
+    # Writers insert-or-skip by the address (store/objects/rows.py), not by the id.
+    info={"write_key": ("address",)},
 )
 
 #: Bytes to delete from a blob backend once their row is gone, not before ``not_before``.
@@ -205,20 +218,24 @@ roots = Table(
     metadata,
     # The root's name (``default`` for what put and ingest root unless told otherwise).
     Column("name", String(128), nullable=False),
-    Column(
-        "address", String(64), ForeignKey("blobs.address", name="fk_roots_blob"), nullable=False
-    ),
+    # The object's blobs.id (revision 0012; its address before).
+    Column("blob", BigInteger, ForeignKey("blobs.id", name="fk_roots_blob"), nullable=False),
     # The entry holds until this time (UTC, the database's clock); NULL: until released.
     Column("until", DateTime(timezone=True), nullable=True),
-    PrimaryKeyConstraint("name", "address", name="pk_roots"),
-    Index("ix_roots_address", "address"),
+    PrimaryKeyConstraint("name", "blob", name="pk_roots"),
+    Index("ix_roots_blob", "blob"),
 )
 
 leases = Table(
     "leases",
     metadata,
+    # The object's blobs.id (revision 0012; its address before).
     Column(
-        "address", String(64), ForeignKey("blobs.address", name="fk_leases_blob"), primary_key=True
+        "blob",
+        BigInteger,
+        ForeignKey("blobs.id", name="fk_leases_blob"),
+        primary_key=True,
+        autoincrement=False,
     ),
     # gc leaves the object alone until then (UTC, the database's clock).
     Column("expires_at", DateTime(timezone=True), nullable=False),
@@ -276,11 +293,26 @@ log_entries = Table(
     metadata,
     # The leaf index: dense from 0, assigned by the integrator (store/log/integrate.py).
     Column("idx", BigInteger, primary_key=True, autoincrement=False),
-    # The entry's object address (64 hex), for `prove REF`.
+    # The entry's object address (64 hex; not indexed since revision 0012).
     Column("address", String(64), nullable=False),
     # The RFC 8785 bytes of the entry object (the leaf is SHA-256(0x00 || entry)).
     Column("entry", LargeBinary, nullable=False),
-    Index("ix_log_entries_address", "address"),
+    # The blobs.id of the object when the entry was added, or the id it had when gc collected
+    # it (retired_blob_ids), for `prove REF` (revision 0012; no foreign key: the log outlives
+    # what gc collects).
+    Column("blob", BigInteger, nullable=True),
+    Index("ix_log_entries_blob", "blob"),
+)
+
+#: The ids collected blobs had (revision 0012): their log entries keep naming them, so
+#: ``prove REF`` finds the entries of an object gc deleted. Negative ids: the entries of
+#: objects collected before revision 0012 (numbered by the migration).
+retired_blob_ids = Table(
+    "retired_blob_ids",
+    metadata,
+    Column("address", String(64), nullable=False),
+    Column("id", BigInteger, nullable=False, autoincrement=False),
+    PrimaryKeyConstraint("address", "id", name="pk_retired_blob_ids"),
 )
 
 log_nodes = Table(

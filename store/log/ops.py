@@ -41,6 +41,7 @@ from ..db.transactions import Transactions
 from ..objects.log_entries import (
     LOG_LOCK,
     consistency_at,
+    entries_naming,
     inclusion_at,
     log_size,
     parse_entry,
@@ -520,12 +521,12 @@ def _entry_index(
         return index
     found = conn.execute(
         sa.select(sa.func.max(log_entries.c.idx)).where(
-            log_entries.c.address == address, log_entries.c.idx < size
+            *entries_naming(str(address)), log_entries.c.idx < size
         )
     ).scalar()
     if found is None:
         later = conn.execute(
-            sa.select(log_entries.c.idx).where(log_entries.c.address == address).limit(1)
+            sa.select(log_entries.c.idx).where(*entries_naming(str(address))).limit(1)
         ).first()
         hint = "; sign a newer checkpoint first" if later is not None else ""
         if later is None and _queued(conn, str(address)):

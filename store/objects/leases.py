@@ -59,6 +59,7 @@ __all__ = [
     "ROOT",
     "ROOTED_HOOKS",
     "STEP_HOOK",
+    "blob_ids",
     "cap_leases",
     "check_root_name",
     "current_root",
@@ -180,6 +181,8 @@ class Pending:
         fresh: addresses of the blobs it inserted: no root or lease row can exist for them
             yet (both refer to the blob row), so theirs are written without a conflict check
             (PostgreSQL: binary COPY, in a savepoint that falls back to the checked insert).
+        ids: ``address -> blobs.id`` looked up so far (:func:`blob_ids`), which the root and
+            lease rows name (revision 0012).
     """
 
     root: str
@@ -189,6 +192,7 @@ class Pending:
     artifacts: set[str] = field(default_factory=set)
     leased: set[str] = field(default_factory=set)
     fresh: set[str] = field(default_factory=set)
+    ids: dict[str, int] = field(default_factory=dict)
 
     @property
     def expires(self) -> _dt.datetime:
@@ -199,7 +203,7 @@ class Pending:
         """Root and lease what the transaction wrote (one statement per table), then commit."""
         rooted = sorted(self.artifacts or self.blobs)
         if rooted:
-            new = _insert_roots(conn, self.root, rooted, self.fresh)
+            new = _insert_roots(conn, self.root, rooted, self.fresh, self.ids)
             for hook in ROOTED_HOOKS if new else ():
                 hook(conn, self.root, new)
         if not self.artifacts and not self.leased:
@@ -238,53 +242,88 @@ def note_artifacts(conn: Connection, addresses: Iterable[str]) -> None:
     pending(conn).artifacts.update(addresses)
 
 
+def blob_ids(
+    conn: Connection, addresses: Sequence[str], known: dict[str, int] | None = None
+) -> dict[str, int]:
+    """``address -> blobs.id`` for the stored ones among ``addresses`` (64 hex).
+
+    Roots and leases refer to a blob by its id (revision 0012). ``known`` (updated in place
+    and returned) holds ids looked up before in the transaction: only the others are asked
+    for, one statement (PostgreSQL) or one per 500 addresses (SQLite).
+    """
+    ids = {} if known is None else known
+    wanted = [a for a in addresses if a not in ids]
+    if not wanted:
+        return ids
+    if conn.dialect.name == "postgresql":
+        rows = driver_rows(
+            conn, "SELECT address, id FROM blobs WHERE address = ANY(%b::text[])", (wanted,)
+        )
+        ids.update((str(a), int(i)) for a, i in rows)
+        return ids
+    for i in range(0, len(wanted), _IN):
+        part = tuple(wanted[i : i + _IN])
+        sql = f"SELECT address, id FROM blobs WHERE address IN ({','.join('?' * len(part))})"
+        ids.update((str(a), int(n)) for a, n in driver_rows(conn, sql, part))
+    return ids
+
+
+#: The id of a blob that is not stored: it fails the foreign key, as its address did.
+_NO_ID = -1
+
+
 def _insert_roots(
     conn: Connection,
     root: str,
     addresses: Sequence[str],
     fresh: set[str] | frozenset[str] = frozenset(),
+    ids: dict[str, int] | None = None,
 ) -> list[str]:
     """Root ``addresses`` under ``root``; return those the root did not hold (sorted).
 
     Addresses in ``fresh`` (blobs this transaction inserted) cannot be rooted yet: on
-    PostgreSQL many of them go by COPY (:func:`_fresh_copy`).
+    PostgreSQL many of them go by COPY (:func:`_fresh_copy`). The rows name the blobs' ids
+    (:func:`blob_ids`; ``ids`` caches them for the transaction).
     """
+    ids = blob_ids(conn, addresses, ids)
+    names = {ids[a]: a for a in addresses if a in ids}
     if conn.dialect.name == "postgresql":
         bulk = [a for a in addresses if a in fresh]
         if len(bulk) >= COPY_MIN_ROWS and _fresh_copy(
-            conn, "roots", ("name", "address"), [(root, a) for a in bulk]
+            conn, "roots", ("name", "blob"), [(root, ids.get(a, _NO_ID)) for a in bulk]
         ):
             rest = [a for a in addresses if a not in fresh]
-            return sorted(bulk + (_insert_roots(conn, root, rest) if rest else []))
+            return sorted(bulk + (_insert_roots(conn, root, rest, ids=ids) if rest else []))
         rows = driver_rows(
             conn,
-            "INSERT INTO roots (name, address) SELECT %s, a FROM unnest(%b::text[]) AS t(a)"
-            " ON CONFLICT DO NOTHING RETURNING address",
-            (root, list(addresses)),
+            "INSERT INTO roots (name, blob) SELECT %s, b FROM unnest(%b::bigint[]) AS t(b)"
+            " ON CONFLICT DO NOTHING RETURNING blob",
+            (root, [ids.get(a, _NO_ID) for a in addresses]),
         )
-        return sorted(r[0] for r in rows)
+        return sorted(names[int(r[0])] for r in rows)
     new: list[str] = []
     bulk = [a for a in addresses if a in fresh]
-    if len(bulk) >= _IN and _sqlite_fresh_roots(conn, root, bulk):
+    if len(bulk) >= _IN and _sqlite_fresh_roots(conn, root, [ids.get(a, _NO_ID) for a in bulk]):
         new, addresses = bulk, [a for a in addresses if a not in fresh]
     for i in range(0, len(addresses), _IN):
         part = addresses[i : i + _IN]
         sql = (
-            "INSERT INTO roots (name, address) VALUES "
+            "INSERT INTO roots (name, blob) VALUES "
             + ", ".join(["(?, ?)"] * len(part))
-            + " ON CONFLICT DO NOTHING RETURNING address"
+            + " ON CONFLICT DO NOTHING RETURNING blob"
         )
-        new += [r[0] for r in driver_rows(conn, sql, tuple(v for a in part for v in (root, a)))]
+        params = tuple(v for a in part for v in (root, ids.get(a, _NO_ID)))
+        new += [names[int(r[0])] for r in driver_rows(conn, sql, params)]
     return sorted(new)
 
 
-def _sqlite_fresh_roots(conn: Connection, root: str, addresses: list[str]) -> bool:
+def _sqlite_fresh_roots(conn: Connection, root: str, blob_ids: list[int]) -> bool:
     """SQLite: root fresh blobs by one ``executemany``; False (nothing written) unless all new.
 
     See :func:`evstore.db.engine.executemany_all_or_none`.
     """
-    sql = "INSERT INTO roots (name, address) VALUES (?, ?) ON CONFLICT DO NOTHING"
-    return executemany_all_or_none(conn, sql, [(root, a) for a in addresses]) is True
+    sql = "INSERT INTO roots (name, blob) VALUES (?, ?) ON CONFLICT DO NOTHING"
+    return executemany_all_or_none(conn, sql, [(root, i) for i in blob_ids]) is True
 
 
 def _fresh_copy(
@@ -297,7 +336,7 @@ def _fresh_copy(
     """
     import psycopg
 
-    types = ("varchar", "varchar") if table == "roots" else ("varchar", "timestamptz")
+    types = ("varchar", "int8") if table == "roots" else ("int8", "timestamptz")
     try:
         with conn.begin_nested():
             copy_rows(conn, table, columns, types, rows)
@@ -319,28 +358,32 @@ def _extend(conn: Connection, task: Pending, addresses: Sequence[str]) -> None:
     if not addresses or task.lease_seconds <= 0:
         return  # a zero lease protects nothing: no row needed
     half = task.now + _dt.timedelta(seconds=task.lease_seconds / 2)
+    ids = blob_ids(conn, addresses, task.ids)
     if conn.dialect.name == "postgresql":
         bulk = [a for a in addresses if a in task.fresh]
         if len(bulk) >= COPY_MIN_ROWS and _fresh_copy(
-            conn, "leases", ("address", "expires_at"), [(a, task.expires) for a in bulk]
+            conn,
+            "leases",
+            ("blob", "expires_at"),
+            [(ids.get(a, _NO_ID), task.expires) for a in bulk],
         ):
             addresses = [a for a in addresses if a not in task.fresh]
             if not addresses:
                 return
         driver_rows(
             conn,
-            "INSERT INTO leases (address, expires_at) SELECT a, %s FROM unnest(%b::text[])"
-            " AS t(a) ON CONFLICT (address) DO UPDATE SET expires_at = excluded.expires_at"
+            "INSERT INTO leases (blob, expires_at) SELECT b, %s FROM unnest(%b::bigint[])"
+            " AS t(b) ON CONFLICT (blob) DO UPDATE SET expires_at = excluded.expires_at"
             " WHERE leases.expires_at < %s",
-            (task.expires, list(addresses), half),
+            (task.expires, [ids.get(a, _NO_ID) for a in addresses], half),
         )
         return
     stamp, when = sql_time(conn, task.expires), sql_time(conn, half)
     driver_rows(
         conn,
-        "INSERT INTO leases (address, expires_at) VALUES (?, ?) ON CONFLICT (address)"
+        "INSERT INTO leases (blob, expires_at) VALUES (?, ?) ON CONFLICT (blob)"
         " DO UPDATE SET expires_at = excluded.expires_at WHERE leases.expires_at < ?",
-        [(a, stamp, when) for a in addresses],
+        [(ids.get(a, _NO_ID), stamp, when) for a in addresses],
         many=True,
     )
 
@@ -366,23 +409,25 @@ def cap_leases(conn: Connection, seconds: int) -> int:
     return int(result.rowcount or 0)
 
 
-def _present_locked(conn: Connection, addresses: Sequence[str]) -> set[str]:
-    """Which of ``addresses`` are stored, each row locked against deletion until the commit."""
+def _present_locked(conn: Connection, addresses: Sequence[str], ids: dict[str, int]) -> set[str]:
+    """Which of ``addresses`` are stored, each row locked against deletion until the commit.
+
+    Their ids go into ``ids`` (the same lookup).
+    """
     if conn.dialect.name == "postgresql":
-        return {
-            r[0]
-            for r in driver_rows(
-                conn,
-                "SELECT address FROM blobs WHERE address = ANY(%b) ORDER BY address FOR KEY SHARE",
-                (list(addresses),),
-            )
-        }
-    found: set[str] = set()
-    for i in range(0, len(addresses), _IN):
-        part = tuple(addresses[i : i + _IN])
-        sql = f"SELECT address FROM blobs WHERE address IN ({','.join('?' * len(part))})"
-        found.update(r[0] for r in driver_rows(conn, sql, part))
-    return found
+        rows = driver_rows(
+            conn,
+            "SELECT address, id FROM blobs WHERE address = ANY(%b) ORDER BY address FOR KEY SHARE",
+            (list(addresses),),
+        )
+    else:
+        rows = []
+        for i in range(0, len(addresses), _IN):
+            part = tuple(addresses[i : i + _IN])
+            sql = f"SELECT address, id FROM blobs WHERE address IN ({','.join('?' * len(part))})"
+            rows += driver_rows(conn, sql, part)
+    ids.update((str(a), int(n)) for a, n in rows)
+    return {str(r[0]) for r in rows}
 
 
 def hold(conn: Connection, addresses: Iterable[str]) -> list[str]:
@@ -405,7 +450,7 @@ def hold(conn: Connection, addresses: Iterable[str]) -> list[str]:
     # is this transaction's, or locked by the lookup that found it: :func:`note_blobs`);
     # its lease is taken at the commit with the rest. Only the others are looked up.
     rest = [a for a in wanted if a not in task.blobs]
-    present = _present_locked(conn, rest) if rest else set()
+    present = _present_locked(conn, rest, task.ids) if rest else set()
     _extend(conn, task, sorted(present - task.leased))
     return [a for a in rest if a not in present]
 

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..core.canonical import dumps, dumps_many, loads
@@ -35,6 +36,7 @@ from ..core.digests import Digest
 from ..core.errors import error
 from ..core.times import utc_text
 from ..db.engine import COPY_MIN_ROWS, commit_hook, copy_rows, driver_rows
+from ..db.tables import blobs, log_entries, retired_blob_ids
 from ..tlog import merkle
 from .leases import HISTORY_HOOKS, ROOTED_HOOKS
 
@@ -47,6 +49,7 @@ __all__ = [
     "append_puts",
     "consistency_at",
     "enqueue_entries",
+    "entries_naming",
     "entry_bytes",
     "fetch_subtrees",
     "inclusion_at",
@@ -65,7 +68,7 @@ ENTRY_VERSION = 1
 LOG_LOCK = 7403012513
 
 _HOOK = "log"
-_ENTRY_TYPES = ("int8", "varchar", "bytea")
+_ENTRY_TYPES = ("int8", "varchar", "bytea", "int8")
 _NODE_TYPES = ("int4", "int8", "bytea")
 _FIELDS = {"accepted_at", "address", "kind", "op", "root", "sha256", "size", "v"}
 
@@ -413,6 +416,21 @@ def _batched(conn: Connection, compute: Callable[[merkle.SubtreeSource], Any]) -
     return compute(_Found(fetch_subtrees(conn, recorder.keys)))
 
 
+def entries_naming(address: str) -> tuple[sa.ColumnElement[bool], ...]:
+    """The ``WHERE`` terms selecting the ``log_entries`` rows that name ``address`` (64 hex).
+
+    By the object's ``blobs.id`` (revision 0012's index on ``log_entries.blob``), the address
+    compared as well, so an id never stands for another object. Entries added while the
+    object was stored are found, and so are those naming it after gc collected it (its id
+    stays in ``retired_blob_ids``).
+    """
+    ids = sa.union(
+        sa.select(blobs.c.id).where(blobs.c.address == address),
+        sa.select(retired_blob_ids.c.id).where(retired_blob_ids.c.address == address),
+    )
+    return (log_entries.c.blob.in_(ids), log_entries.c.address == address)
+
+
 def log_size(conn: Connection) -> int:
     """The number of entries in the log (the next entry's index)."""
     top = conn.exec_driver_sql("SELECT max(idx) FROM log_entries").scalar()
@@ -472,12 +490,17 @@ _HEAD_SQL = _head_sql("NULL, NULL, NULL")
 _HEAD_SQL_PG = _head_sql("CAST(NULL AS integer), CAST(NULL AS bigint), CAST(NULL AS bytea)")
 
 
-def append_entries(conn: Connection, entries: Sequence[tuple[str, bytes]]) -> int:
+def append_entries(
+    conn: Connection, entries: Sequence[tuple[str, bytes]], *, by_blob: bool = True
+) -> int:
     """Append ``(address hex, entry bytes)`` pairs now, under the log lock; return the first index.
 
     One insert of the entries and one of the subtrees they complete. Called by the
     integrator (store/log/integrate.py) and by the migrations that create the log (0007)
-    and take its queue away (0010's downgrade); a write transaction queues instead.
+    and take its queue away (0010's downgrade); a write transaction queues instead. Each
+    entry row records the ``blobs.id`` of its address (or the id gc retired, NULL if it never
+    had one), which `prove` looks it up by (revision 0012); the migrations before it pass
+    ``by_blob=False``.
 
     Raises:
         CorruptionError: ``corruption.log`` when a stored frontier subtree is missing.
@@ -502,28 +525,76 @@ def append_entries(conn: Connection, entries: Sequence[tuple[str, bytes]]) -> in
         ):
             nodes.rows[(level, idx)] = digest
             rows.append((level, idx, digest))
-    entry_rows = [(start + i, address, data) for i, (address, data) in enumerate(entries)]
-    if pg and len(entry_rows) + len(rows) >= COPY_MIN_ROWS:  # no key can exist: COPY
-        copy_rows(conn, "log_entries", ("idx", "address", "entry"), _ENTRY_TYPES, entry_rows)
-        copy_rows(conn, "log_nodes", ("level", "idx", "hash"), _NODE_TYPES, rows)
-        return start
-    if pg:  # both inserts in one statement (a data-modifying WITH), arrays unnested
-        columns = [list(c) for c in zip(*entry_rows, strict=True)]
-        columns += [list(c) for c in zip(*rows, strict=True)]
+    if not by_blob:
+        _append_address_only(conn, pg, start, entries)
+    elif pg:
+        ids = _blob_ids(conn, [address for address, _ in entries])
+        entry_rows = [
+            (start + i, address, data, ids.get(address))
+            for i, (address, data) in enumerate(entries)
+        ]
+        if len(entry_rows) + len(rows) >= COPY_MIN_ROWS:  # no key can exist: COPY
+            columns = ("idx", "address", "entry", "blob")
+            copy_rows(conn, "log_entries", columns, _ENTRY_TYPES, entry_rows)
+            copy_rows(conn, "log_nodes", ("level", "idx", "hash"), _NODE_TYPES, rows)
+            return start
+        # both inserts in one statement (a data-modifying WITH), arrays unnested
+        arrays = [list(c) for c in zip(*entry_rows, strict=True)]
+        arrays += [list(c) for c in zip(*rows, strict=True)]
         driver_rows(
             conn,
-            "WITH e AS (INSERT INTO log_entries (idx, address, entry)"
-            " SELECT * FROM unnest(%b::bigint[], %b::varchar[], %b::bytea[]))"
+            "WITH e AS (INSERT INTO log_entries (idx, address, entry, blob)"
+            " SELECT * FROM unnest(%b::bigint[], %b::varchar[], %b::bytea[], %b::bigint[]))"
             " INSERT INTO log_nodes (level, idx, hash)"
             " SELECT * FROM unnest(%b::integer[], %b::bigint[], %b::bytea[])",
-            tuple(columns),
+            tuple(arrays),
         )
         return start
-    driver_rows(
-        conn,
-        "INSERT INTO log_entries (idx, address, entry) VALUES (?, ?, ?)",
-        entry_rows,
-        many=True,
-    )
+    else:
+        driver_rows(
+            conn,
+            "INSERT INTO log_entries (idx, address, entry, blob) VALUES (?, ?, ?,"
+            " COALESCE((SELECT id FROM blobs WHERE address = ?),"
+            " (SELECT max(id) FROM retired_blob_ids WHERE address = ?)))",
+            [(start + i, a, data, a, a) for i, (a, data) in enumerate(entries)],
+            many=True,
+        )
+    if pg:
+        if rows:
+            driver_rows(
+                conn,
+                "INSERT INTO log_nodes (level, idx, hash)"
+                " SELECT * FROM unnest(%b::integer[], %b::bigint[], %b::bytea[])",
+                tuple(list(c) for c in zip(*rows, strict=True)),
+            )
+        return start
     driver_rows(conn, "INSERT INTO log_nodes (level, idx, hash) VALUES (?, ?, ?)", rows, many=True)
     return start
+
+
+def _blob_ids(conn: Connection, addresses: Sequence[str]) -> dict[str, int]:
+    """PostgreSQL: ``address -> blobs.id`` of ``addresses``, else the id gc retired (one query)."""
+    rows = driver_rows(
+        conn,
+        "SELECT address, id FROM blobs WHERE address = ANY(%b::text[]) UNION ALL"
+        " SELECT address, max(id) FROM retired_blob_ids WHERE address = ANY(%b::text[])"
+        " GROUP BY address",
+        (list(addresses), list(addresses)),
+    )
+    out: dict[str, int] = {}
+    for a, i in rows:
+        out.setdefault(str(a), int(i))  # the stored blob's id first
+    return out
+
+
+def _append_address_only(
+    conn: Connection, pg: bool, start: int, entries: Sequence[tuple[str, bytes]]
+) -> None:
+    """The entry rows of the schema before revision 0012 (no ``blob`` column): its migrations."""
+    mark = "%s" if pg else "?"
+    driver_rows(
+        conn,
+        f"INSERT INTO log_entries (idx, address, entry) VALUES ({mark}, {mark}, {mark})",
+        [(start + i, address, data) for i, (address, data) in enumerate(entries)],
+        many=True,
+    )

@@ -22,9 +22,13 @@ __all__ = ["insert_ignore", "insert_returning"]
 
 
 def _in_key_order(table: sa.Table, rows: Sequence[dict[str, Any]]) -> list[str]:
-    """The primary-key columns of ``table`` present in ``rows``."""
+    """The key columns of ``table`` present in ``rows``: its primary key, or the unique key
+    named by ``table.info["write_key"]`` (``blobs``: the address; its ``id`` is assigned by
+    the database, revision 0012).
+    """  # noqa: D205
     cols = rows[0]
-    return [c.name for c in table.primary_key.columns if c.name in cols]
+    names = table.info.get("write_key") or [c.name for c in table.primary_key.columns]
+    return [n for n in names if n in cols]
 
 
 def _sorted_rows(table: sa.Table, rows: Sequence[dict[str, Any]]) -> Sequence[dict[str, Any]]:

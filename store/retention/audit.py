@@ -37,7 +37,7 @@ from ..core.digests import digest_bytes
 from ..core.errors import EvstoreError, StoreStateError, error
 from ..core.times import utc_text
 from ..db.settings import load_settings
-from ..db.tables import audits, bindings, edges, roots, verified
+from ..db.tables import audits, bindings, blobs, edges, roots, verified
 from ..db.transactions import Transactions
 from ..objects import blobs as _blobs
 from ..objects.leases import ACTOR, check_root_name, db_now
@@ -178,13 +178,15 @@ def _sample(seed: int, addresses: list[str], fraction: float | None) -> list[str
 
 def _entries(conn: Connection, names: Sequence[str], now: _dt.datetime) -> dict[str, list[str]]:
     """Root name -> addresses of its live entries, for ``names`` (every root when empty)."""
-    q = sa.select(roots.c.name, roots.c.address).where(
-        sa.or_(roots.c.until.is_(None), roots.c.until > now)
+    q = (
+        sa.select(roots.c.name, blobs.c.address)
+        .join(blobs, blobs.c.id == roots.c.blob)
+        .where(sa.or_(roots.c.until.is_(None), roots.c.until > now))
     )
     if names:
         q = q.where(roots.c.name.in_(list(names)))
     out: dict[str, list[str]] = {n: [] for n in names}
-    for r in conn.execute(q.order_by(roots.c.name, roots.c.address)):
+    for r in conn.execute(q.order_by(roots.c.name, blobs.c.address)):
         out.setdefault(r.name, []).append(r.address)
     return out
 

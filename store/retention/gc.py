@@ -57,9 +57,10 @@ Progress = Callable[[int, int], None]
 
 _GARBAGE = """
 WITH RECURSIVE live(address) AS (
-    SELECT address FROM roots WHERE until IS NULL OR until > {now}
+    SELECT b.address FROM roots r JOIN blobs b ON b.id = r.blob
+    WHERE r.until IS NULL OR r.until > {now}
     UNION
-    SELECT address FROM leases WHERE expires_at > {now}
+    SELECT b.address FROM leases l JOIN blobs b ON b.id = l.blob WHERE l.expires_at > {now}
     UNION
     SELECT e.dst FROM edges e JOIN live l ON e.src = l.address
 )
@@ -71,12 +72,14 @@ ORDER BY b.address
 #: refers to them), with the latest expiry holding each: what ``gc --dry-run`` says it keeps.
 _HELD = """
 WITH RECURSIVE rooted(address) AS (
-    SELECT address FROM roots WHERE until IS NULL OR until > {now}
+    SELECT b.address FROM roots r JOIN blobs b ON b.id = r.blob
+    WHERE r.until IS NULL OR r.until > {now}
     UNION
     SELECT e.dst FROM edges e JOIN rooted r ON e.src = r.address
 ),
 held(address, until) AS (
-    SELECT address, expires_at FROM leases WHERE expires_at > {now}
+    SELECT b.address, l.expires_at FROM leases l JOIN blobs b ON b.id = l.blob
+    WHERE l.expires_at > {now}
     UNION
     SELECT e.dst, h.until FROM edges e JOIN held h ON e.src = h.address
 )
@@ -96,9 +99,9 @@ _UNREACHED = {
 #: The re-check on one ``blobs`` row: nothing refers to it, no live root, no live lease.
 _COLLECTABLE = (
     "NOT EXISTS (SELECT 1 FROM edges e WHERE e.dst = blobs.address)"
-    " AND NOT EXISTS (SELECT 1 FROM roots r WHERE r.address = blobs.address"
+    " AND NOT EXISTS (SELECT 1 FROM roots r WHERE r.blob = blobs.id"
     " AND (r.until IS NULL OR r.until > {now}))"
-    " AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.address = blobs.address"
+    " AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.blob = blobs.id"
     " AND l.expires_at > {now})"
 )
 
@@ -189,9 +192,9 @@ _DEPENDENTS = (
     ("warnings", "address"),
     ("verified", "address"),
     ("artifacts", "address"),
-    ("leases", "address"),
-    ("roots", "address"),
 )
+#: Rows that refer to a blob by its id (revision 0012).
+_DEPENDENTS_BY_ID = ("leases", "roots")
 
 
 def _delete_batch(conn: Connection, candidates: Sequence[str]) -> list[tuple[str, int]]:
@@ -224,6 +227,21 @@ def _delete_batch(conn: Connection, candidates: Sequence[str]) -> list[tuple[str
     )
     for table, column in _DEPENDENTS:
         _run(conn, f"DELETE FROM {table} WHERE {column} {{in}}", ids, {})
+    # The ids go on naming the objects' log entries (store/objects/log_entries.py).
+    _run(
+        conn,
+        "INSERT INTO retired_blob_ids (address, id) SELECT address, id FROM blobs"
+        " WHERE address {in} ON CONFLICT DO NOTHING",
+        ids,
+        {},
+    )
+    for table in _DEPENDENTS_BY_ID:
+        _run(
+            conn,
+            f"DELETE FROM {table} WHERE blob IN (SELECT id FROM blobs WHERE address {{in}})",
+            ids,
+            {},
+        )
     chunk_sets = [int(r[2]) for r in doomed if r[2] is not None and int(r[2]) != EXTERNAL]
     queue_deletions(conn, [(str(r[0]), str(r[3])) for r in doomed if r[3] is not None])
     if chunk_sets:

@@ -27,13 +27,15 @@ from sqlalchemy.engine import Connection
 from ..core.errors import error
 from ..core.refs import parse_ref
 from ..core.times import utc_text
-from ..db.tables import retention_history, roots
+from ..db.tables import blobs, retention_history, roots
 from ..objects import blobs as _blobs
 from ..objects.leases import (
     DEFAULT_ROOT,
+    blob_ids,
     check_root_name,
     db_now,
     hold,
+    pending,
     record,
     rooting,
     sql_time,
@@ -190,12 +192,13 @@ class RetentionOps:
                     ref="blake3:" + gone[0],
                 )
             stamp = None if when is None else sql_time(conn, when)
+            ids = blob_ids(conn, addresses, pending(conn).ids)
             conn.execute(
                 sa.text(
-                    "INSERT INTO roots (name, address, until) VALUES (:n, :a, :u) "
-                    "ON CONFLICT (name, address) DO UPDATE SET until = excluded.until"
+                    "INSERT INTO roots (name, blob, until) VALUES (:n, :b, :u) "
+                    "ON CONFLICT (name, blob) DO UPDATE SET until = excluded.until"
                 ),
-                [{"n": root, "a": a, "u": stamp} for a in addresses],
+                [{"n": root, "b": ids[a], "u": stamp} for a in addresses],
             )
             detail = {"until": _iso(when)}
             with rooting(root, actor):
@@ -224,8 +227,12 @@ class RetentionOps:
 
         def work(conn: Connection) -> dict[str, Any]:
             held = {
-                r.address
-                for r in conn.execute(sa.select(roots.c.address).where(roots.c.name == root))
+                r.address: r.id
+                for r in conn.execute(
+                    sa.select(blobs.c.address, blobs.c.id)
+                    .join(roots, roots.c.blob == blobs.c.id)
+                    .where(roots.c.name == root)
+                )
             }
             if not held:
                 raise error("not-found.root", f"no root named {root!r} holds anything", root=root)
@@ -239,11 +246,8 @@ class RetentionOps:
                     ref="blake3:" + stray[0],
                 )
             for i in range(0, len(wanted), 500):
-                conn.execute(
-                    sa.delete(roots).where(
-                        roots.c.name == root, roots.c.address.in_(wanted[i : i + 500])
-                    )
-                )
+                part = [held[a] for a in wanted[i : i + 500]]
+                conn.execute(sa.delete(roots).where(roots.c.name == root, roots.c.blob.in_(part)))
             with rooting(root, actor):
                 record(conn, "release", root=root, addresses=wanted)
             return {"root": root, "released": ["blake3:" + a for a in wanted]}
@@ -272,10 +276,14 @@ class RetentionOps:
         """The entries of ``root``: ``{"address", "until"}``, by address."""
         check_root_name(root)
         with self._db.read() as conn:
-            q = sa.select(roots.c.address, roots.c.until).where(roots.c.name == root)
+            q = (
+                sa.select(blobs.c.address, roots.c.until)
+                .join(roots, roots.c.blob == blobs.c.id)
+                .where(roots.c.name == root)
+            )
             return [
                 {"address": "blake3:" + a, "until": _iso(u)}
-                for a, u in conn.execute(q.order_by(roots.c.address))
+                for a, u in conn.execute(q.order_by(blobs.c.address))
             ]
 
     def history(self, limit: int = 1000) -> list[dict[str, Any]]:

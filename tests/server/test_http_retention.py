@@ -15,7 +15,7 @@ from serverkit import EVSTORE
 from test_http_security import _bundle, _tar
 
 import evstore
-from evstore.db.tables import leases
+from evstore.db.tables import blobs, leases
 
 OLD = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
 
@@ -128,7 +128,11 @@ def test_retain_release_roots_and_gc_with_scopes(served_any, store_url, snapshot
 
 def _lease(store, address: str):
     with store.db.engine.connect() as conn:
-        q = sa.select(leases.c.expires_at).where(leases.c.address == address)
+        q = (
+            sa.select(leases.c.expires_at)
+            .join(blobs, blobs.c.id == leases.c.blob)
+            .where(blobs.c.address == address)
+        )
         value = conn.execute(q).scalar_one()
     if isinstance(value, str):
         value = dt.datetime.fromisoformat(value)
@@ -142,7 +146,12 @@ def test_missing_extends_leases_only_for_ingest_tokens(served, store_url, snapsh
         with store.db.engine.begin() as conn:
             conn.execute(
                 sa.update(leases)
-                .where(leases.c.address == blob.digest.blake3)
+                .where(
+                    leases.c.blob
+                    == sa.select(blobs.c.id)
+                    .where(blobs.c.address == blob.digest.blake3)
+                    .scalar_subquery()
+                )
                 .values(expires_at=OLD)
             )
         assert _lease(store, blob.digest.blake3) == OLD

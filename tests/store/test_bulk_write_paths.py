@@ -52,7 +52,7 @@ def test_a_fresh_blob_already_rooted_in_its_transaction_falls_back(store):
     def work(conn: sa.Connection) -> list[bool]:
         results = blobs_mod.put_many(conn, items)
         conn.exec_driver_sql(
-            f"INSERT INTO roots (name, address) VALUES ({mark}, {mark})",
+            f"INSERT INTO roots (name, blob) SELECT {mark}, id FROM blobs WHERE address = {mark}",
             ("default", results[7].digest.blake3),
         )
         return [r.new for r in results]

@@ -25,10 +25,12 @@ from evstore.db.tables import log_checkpoints, log_entries, log_nodes, log_queue
 
 
 def _table(store: evstore.Store, table: sa.Table) -> list[tuple]:
+    # Revision 0012's log_entries.blob is left out: a store at 0009 has no such column.
+    columns = [c for c in table.c if not (table is log_entries and c.name == "blob")]
     with store.db.read() as conn:
         return sorted(
             tuple(bytes(v) if isinstance(v, memoryview) else v for v in r)
-            for r in conn.execute(sa.select(table))
+            for r in conn.execute(sa.select(*columns))
         )
 
 

@@ -31,6 +31,13 @@ def _kept(snap: dict) -> tuple[dict, list]:
     bytes differ after a round trip; what it names (in the tree or queued) may not.
     """
     rest = {t: rows for t, rows in snap.items() if not t.startswith("log_")}
+    # Revision 0012's blob ids are row keys a round trip may renumber (PostgreSQL numbers
+    # the stored blobs by address): what must come back is the object each one names.
+    if rest.get("blobs") and len(rest["blobs"][0]) == 7:  # (id, address, ...)
+        name = {row[0]: row[1] for row in rest["blobs"]}
+        rest["blobs"] = sorted((row[1:] for row in rest["blobs"]), key=repr)
+        rest["roots"] = sorted(((n, name[b], u) for n, b, u in rest["roots"]), key=repr)
+        rest["leases"] = sorted(((name[b], e) for b, e in rest["leases"]), key=repr)
     named = [row[1] for row in snap.get("log_entries", [])]
     named += [row[2] for row in snap.get("log_queue", [])]  # (batch, pos, address, entry)
     return rest, sorted(named)

@@ -273,7 +273,7 @@ def test_a_dangling_edge_or_an_artifact_without_blob_cannot_be_committed(s):
     for sql in (
         f"INSERT INTO edges (src, role, dst) VALUES ('{m.digest.blake3}', 'x', '{ghost}')",
         f"INSERT INTO artifacts (address, kind, contract_version) VALUES ('{ghost}', 'json', '1')",
-        f"INSERT INTO roots (name, address) VALUES ('r', '{ghost}')",
+        "INSERT INTO roots (name, blob) VALUES ('r', -1)",  # no blob has that id
         f"DELETE FROM blobs WHERE address = '{CONTENT_ADDRESS[7:]}'",  # an edge refers to it
     ):
         with pytest.raises(sa.exc.IntegrityError), s.db.engine.begin() as conn:
