@@ -25,6 +25,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .access.gate import GatedRead, gated_read
     from .access.tokens import (
         create_session,
         create_token,
@@ -98,6 +99,7 @@ _SOURCES: dict[str, str] = {
     "AuditRun": "retention.audit",
     "BindingConflict": "core.errors",
     "Closure": "core.results",
+    "GatedRead": "access.gate",
     "ContentRef": "core.refs",
     "ContractError": "core.errors",
     "CorruptionError": "core.errors",
@@ -138,6 +140,7 @@ _SOURCES: dict[str, str] = {
     "export_archive": "archive.ops",
     "find_with_warnings": "facade.queries",
     "fragment_scope": "contracts.fragments.rules:scope_from_parts",
+    "gated_read": "access.gate",
     "head_revision": "db.revisions",
     "http_status": "core.errors",
     "import_archive": "archive.ops",
@@ -183,6 +186,7 @@ __all__ = [
     "EvstoreError",
     "Excerpt",
     "Faults",
+    "GatedRead",
     "GcReport",
     "IngestReport",
     "InputError",
@@ -215,6 +219,7 @@ __all__ = [
     "export_archive",
     "find_with_warnings",
     "fragment_scope",
+    "gated_read",
     "head_revision",
     "http_status",
     "import_archive",

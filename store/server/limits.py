@@ -83,6 +83,9 @@ class Limits:
             Default 4.
         write_threads: ingests, bundles and puts run at once (their own pool); more wait.
             Reads keep the rest of the threads. Default 8.
+        read_threads: point reads run at once (a token's lookup, a GET of an object's
+            head and inline bytes: one statement each, their own pool); more wait. Few
+            threads pass the GIL around less (issue 29). Default 4.
     """
 
     object_bytes: int = 1 << 30
@@ -101,6 +104,7 @@ class Limits:
     connections: int = 1000
     validate_threads: int = 4
     write_threads: int = 8
+    read_threads: int = 4
 
     def body_limit(self, method: str, path: str) -> int:
         """The body limit of a request to ``path`` (the path after the store prefix too)."""
