@@ -19,8 +19,8 @@ from .app import Served, served
 from .pools import in_pool
 
 __all__ = [
-    "SCOPES",
     "Gate",
+    "SCOPES",
     "actor",
     "admin",
     "gate",
