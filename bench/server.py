@@ -70,20 +70,34 @@ def wait_port(port: int, proc: subprocess.Popen) -> None:
     raise RuntimeError("server did not start")
 
 
-def wait_http(port: int, proc: subprocess.Popen, workers: int) -> None:
-    """Until ``workers`` answers (any status) came on fresh connections: with several
-    workers the socket listens before every worker has started.
+def _cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_workers(proc: subprocess.Popen, workers: int) -> None:
+    """Until ``workers`` child processes run and each is idle (under 50 ms of CPU in a
+    second): the socket listens before every worker has imported and started, and a
+    worker still starting would share the cores with the measured one.
     """
-    deadline = time.monotonic() + 120
-    answered = 0
-    while answered < 4 * workers:
+    deadline = time.monotonic() + 180
+    before: dict[int, float] = {}
+    while time.monotonic() < deadline:
         assert proc.poll() is None, "server exited"
-        assert time.monotonic() < deadline, "server did not answer"
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/", timeout=30)
-            answered += 1
-        except httpx.HTTPError:
-            time.sleep(0.1)
+        kids = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        now = {}
+        for pid in map(int, kids):
+            try:
+                now[pid] = _cpu_s(pid)
+            except OSError:
+                continue
+        busy = [pid for pid, t in now.items() if t - before.get(pid, -1.0) > 0.05]
+        # multiprocessing's resource tracker is a child too: count the idle ones
+        if len(now) - len(busy) >= workers and not busy:
+            return
+        before = now
+        time.sleep(1.0)
+    raise RuntimeError("the workers did not start")
 
 
 class Proc:
@@ -99,8 +113,7 @@ class Proc:
         self.port = port
         wait_port(port, self.proc)
         if workers > 1:
-            wait_http(port, self.proc, workers)
-            time.sleep(2)  # the last worker's imports
+            wait_workers(self.proc, workers)
 
     def rss(self, field: str = "VmRSS") -> int:
         text = Path(f"/proc/{self.proc.pid}/status").read_text()
