@@ -19,6 +19,12 @@ subprocess). The same closure is exported once as a layout directory. Each varia
              >= 0.5.
     start-up the same two commands for a closure of one blob (a second root): the fixed
              cost of one skopeo run, stated beside the per-object figures.
+    push     ``skopeo copy oci:LAYOUT:ROOT docker://127.0.0.1:PORT/bench/pushed:ROOT``
+             into an empty store served with an ingest token (a new store and server each
+             run): every blob uploaded, spooled, then the manifest imported with every
+             check of ``archive import``.
+    import   ``evstore archive import TAR`` of the same closure exported as a tar, into an
+             empty store (a new one each run). Ratio import s / push s, target >= 0.7.
 
 It measures and prints; it never asserts. A JSON result goes to bench/results/ (gitignored).
 """
@@ -64,10 +70,12 @@ def _port() -> int:
         return int(s.getsockname()[1])
 
 
-def _serve(url: str, port: int, log: Path) -> subprocess.Popen:
+def _serve(url: str, port: int, log: Path, public: bool = True) -> subprocess.Popen:
+    # a push target is served without --public-read (reads need a token there too)
     with log.open("wb") as fh:
         proc = subprocess.Popen(
-            [EVSTORE, "--store", url, "serve", "--public-read", "--no-access-log"]
+            [EVSTORE, "--store", url, "serve", "--no-access-log"]
+            + (["--public-read"] if public else [])
             + ["--host", "127.0.0.1", "--port", str(port)],
             stdout=fh,
             stderr=subprocess.STDOUT,
@@ -85,8 +93,34 @@ def _serve(url: str, port: int, log: Path) -> subprocess.Popen:
 
 def _timed(args: list[str]) -> float:
     t0 = time.perf_counter()
-    subprocess.run(args, check=True, capture_output=True, timeout=600)
+    done = subprocess.run(args, capture_output=True, timeout=3600, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{args[:3]} failed: {done.stderr.decode(errors='replace')[-2000:]}")
     return time.perf_counter() - t0
+
+
+def _push(backend: str, skopeo: str, layout: Path, root: str, work: Path) -> float:
+    """Seconds for skopeo to push the closure ``root`` of ``layout`` into an empty store."""
+    with fresh_store(backend, "ocipush") as dst:
+        with evstore.open(dst.url) as store:
+            token = evstore.create_token(store, "ingest", "bench")["token"]
+        port = _port()
+        server = _serve(dst.url, port, work / "push.log", public=False)
+        try:
+            return _timed(
+                [skopeo, "--insecure-policy", "copy", "-q", "--dest-tls-verify=false"]
+                + [f"--dest-creds=evstore:{token}", f"oci:{layout}:{root[7:]}"]
+                + [f"docker://127.0.0.1:{port}/bench/pushed:{root[7:]}"]
+            )
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+
+
+def _import(backend: str, tar: Path) -> float:
+    """Seconds for ``evstore archive import`` of ``tar`` into an empty store."""
+    with fresh_store(backend, "ociimport") as dst:
+        return _timed([EVSTORE, "--store", dst.url, "archive", "import", str(tar)])
 
 
 def main() -> None:
@@ -96,22 +130,31 @@ def main() -> None:
     ap.add_argument("--objects", type=int, default=1000)
     ap.add_argument("--size", type=int, default=10 * 1024, help="bytes per object")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", choices=["pull", "push"], default=None, help="one side only")
     a = ap.parse_args()
     skopeo = shutil.which("skopeo")
     if skopeo is None:
         raise SystemExit("skopeo is not installed (apt-get install skopeo)")
     runs: dict[str, list[float]] = {"pull": [], "ceiling": [], "pull_one": [], "ceiling_one": []}
+    runs |= {"push": [], "import": []}
+    load0 = os.getloadavg()
     with fresh_store(a.backend, "oci") as src, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         root, single = _fill(src.url, a.objects, a.size)
         with evstore.open(src.url) as store:
             report = evstore.export_archive(store, [root, single], work / "layout")
+            evstore.export_archive(store, [root], work / "closure.tar")
         digests = {r["address"]: r["manifest"] for r in report.roots}
         port = _port()
         server = _serve(src.url, port, work / "serve.log")
         base = [skopeo, "--insecure-policy", "copy", "-q"]
         try:
             for i in range(a.repeat):
+                if a.only != "pull":
+                    runs["push"].append(_push(a.backend, skopeo, work / "layout", root, work))
+                    runs["import"].append(_import(a.backend, work / "closure.tar"))
+                if a.only == "push":
+                    continue
                 for key, ref, layout_ref in (
                     ("", f"{ROOT}@{digests[root]}", root[7:]),
                     ("_one", f"{ONE}@{digests[single]}", single[7:]),
@@ -130,7 +173,7 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(timeout=60)
-    med = {k: statistics.median(v) for k, v in runs.items()}
+    med = {k: statistics.median(v) for k, v in runs.items() if v}
     n = a.objects + 1
     result = {
         "benchmark": "oci",
@@ -141,16 +184,20 @@ def main() -> None:
         "runs_s": runs,
         "median_s": med,
         "per_object_ms": {
-            k: (med[k] - med[k + "_one"]) / (n - 1) * 1000 for k in ("pull", "ceiling")
+            k: (med[k] - med[k + "_one"]) / (n - 1) * 1000 for k in ("pull", "ceiling") if k in med
         },
-        "ratio_ceiling_over_pull": med["ceiling"] / med["pull"],
+        "ratio_ceiling_over_pull": med["ceiling"] / med["pull"] if "pull" in med else None,
+        "ratio_import_over_push": med["import"] / med["push"] if "push" in med else None,
+        "loadavg_before_after": [load0, os.getloadavg()],
         "machine": machine_info(a.backend),
     }
     for k, v in med.items():
         print(f"{k:12s} {v:7.3f} s")
     for k, v in result["per_object_ms"].items():
         print(f"{k:12s} {v:7.3f} ms per object beyond the start-up ({k}_one)")
-    print(f"ratio ceiling/pull {result['ratio_ceiling_over_pull']:.2f}  target >= 0.5")
+    for key, target in (("ratio_ceiling_over_pull", 0.5), ("ratio_import_over_push", 0.7)):
+        if result[key] is not None:
+            print(f"{key} {result[key]:.2f}  target >= {target}")
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     path = RESULTS_DIR / f"oci-{a.backend}-{stamp}.json"

@@ -12,6 +12,8 @@ command is one request and one transaction (POST P/v1/objects/batch). Both comma
 console script in a subprocess, timed by wall clock; the start-up of each (the same command
 putting one file, in the same kind of store) is measured and given beside the figure, and the
 per-object figure excludes it. Target: remote / local <= 1.5 (wall time of the whole command).
+The server's peak resident memory (VmHWM of its process) is read after the start-up put and
+after the put of the N files: bounded means the second does not grow with N.
 """
 
 from __future__ import annotations
@@ -88,6 +90,14 @@ def _serve(url: str) -> tuple[subprocess.Popen[bytes], str, str]:
     raise SystemExit("the server did not start")
 
 
+def _peak_rss_mib(pid: int) -> float:
+    """The peak resident memory of process ``pid`` so far (VmHWM, /proc/PID/status), MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     proc.send_signal(signal.SIGTERM)
     try:
@@ -107,7 +117,9 @@ def run(backend: str, n: int, files: Path, one: Path) -> dict[str, float | int |
         proc, url, token = _serve(remote.url)
         try:
             out["remote_startup_s"] = _timed(url, one, token)
+            out["server_peak_rss_mib_startup"] = _peak_rss_mib(proc.pid)
             out["remote_s"] = _timed(url, files, token)
+            out["server_peak_rss_mib"] = _peak_rss_mib(proc.pid)
         finally:
             _stop(proc)
     for side in ("local", "remote"):
@@ -142,7 +154,9 @@ def main() -> None:
                 f" s, {row['local_us_per_object']} us/object), remote {row['remote_s']:.2f} s "
                 f"(start-up {row['remote_startup_s']:.2f} s, {row['remote_us_per_object']} "
                 f"us/object): ratio {row['ratio']} (target <= {TARGET}: "
-                f"{'met' if row['met'] else 'MISSED'})"
+                f"{'met' if row['met'] else 'MISSED'}); server peak RSS "
+                f"{row['server_peak_rss_mib_startup']} MiB after start-up, "
+                f"{row['server_peak_rss_mib']} MiB after the {args.n} files"
             )
     path = save_result(
         "remote-bulk", {"rows": rows, "machine": machine_info(backends[0]), "n": args.n}

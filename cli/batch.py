@@ -29,6 +29,7 @@ from .common import Ctx, emit, open_store, pass_ctx
 
 __all__ = [
     "COMMANDS",
+    "FsPath",
     "blob_reads",
     "bulk_options",
     "cat_batch",
@@ -40,6 +41,24 @@ __all__ = [
     "stdin_lines",
     "verify_list",
 ]
+
+
+class FsPath:
+    """A path string as an ``os.PathLike`` item of ``Store.put_many``, without ``pathlib``.
+
+    ``pathlib.Path`` parses every path it is given (about 3 us a file, a tenth of a bulk
+    re-put's cost per file against ``git hash-object --stdin-paths``, issue 29); put_many
+    only needs ``os.fspath`` of an item.
+    """
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __fspath__(self) -> str:
+        """The path string as given."""
+        return self.path
 
 
 def bulk_options(fn: Any) -> Any:

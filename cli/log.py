@@ -18,7 +18,7 @@ import evstore
 
 from .common import Ctx, emit, is_http_url, open_store, pass_ctx, read_input, write_output
 
-__all__ = ["COMMANDS", "KEY_ENV", "log", "prove", "register", "verify_proof"]
+__all__ = ["COMMANDS", "KEY_ENV", "log", "prove", "register", "verify_proof", "witness"]
 
 #: The environment variable naming the log's private key file.
 KEY_ENV = "EVSTORE_LOG_KEY"
@@ -181,6 +181,89 @@ def integrate(ctx: Ctx, key_file: str | None, no_sign: bool) -> None:
     emit(ctx, r, human)
 
 
+@log.command("cosign")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=5.0,
+    show_default=True,
+    help="Seconds each witness may take to answer.",
+)
+@pass_ctx
+def cosign(ctx: Ctx, timeout: float) -> None:
+    """Ask the log.witness_policy witnesses to cosign the latest checkpoint now.
+
+    Each witness whose cosignature the checkpoint lacks gets a C2SP tlog-witness
+    add-checkpoint with a consistency proof from the size it last cosigned (again from the
+    size a 409 names). Verified cosignatures are kept with the checkpoint; a witness down or
+    refusing is listed under failed (`evstore serve --log-key` asks again every round).
+
+    Exit codes: 0 asked (even if some failed: see failed); 1 witness.policy, witness.key,
+    store errors.
+    """
+    with open_store(ctx) as store:
+        r = store.log.ask_witnesses(timeout)
+
+    def show(_: Any) -> None:
+        click.echo(f"checkpoint size: {r['size']}")
+        for name in r["present"] + r["cosigned"]:
+            click.echo(f"cosigned: {name}")
+        for name, why in sorted(r["failed"].items()):
+            click.echo(f"failed: {name}: {why}")
+
+    emit(ctx, r, show)
+
+
+@click.group()
+def witness() -> None:
+    """The store as a witness for other logs (C2SP tlog-witness, docs/log.md#witnesses).
+
+    `evstore serve --witness-key PATH` answers POST P/add-checkpoint for the logs named by
+    the witness.logs setting (their verifier keys).
+    """
+
+
+@witness.command("init-key")
+@click.argument("path")
+@click.option("--name", required=True, help="The witness's name (a schema-less URL).")
+@pass_ctx
+def witness_init_key(ctx: Ctx, path: str, name: str) -> None:
+    """Create a witness key (Ed25519, C2SP tlog-cosignature): PATH (0600, never overwritten).
+
+    Prints the witness's verifier key: a log names it in its log.witness_policy.
+
+    Exit codes: 0 created; 1 log.key-file (PATH exists or cannot be written), witness.key.
+    """
+    if any(c.isspace() or c == "+" for c in name) or not name:
+        raise evstore.error("witness.key", "a witness name has no spaces or '+'")
+    cosigner = evstore.Cosigner.generate(name)
+    try:
+        cosigner.write_private_key(path)
+    except OSError as exc:
+        raise evstore.error(
+            "log.key-file", f"cannot create {path}: {exc.strerror or exc}", path=path
+        ) from None
+    vkey = cosigner.key.vkey()
+    emit(ctx, {"vkey": vkey, "path": path}, f"{vkey}\nprivate key: {path} (0600)")
+
+
+@witness.command("status")
+@pass_ctx
+def witness_status(ctx: Ctx) -> None:
+    """The logs this store witnessed: origin, the size last cosigned, when.
+
+    Exit codes: 0 ok; 1 store errors.
+    """
+    with open_store(ctx) as store:
+        rows = store.log.witnessed()
+
+    def show(_: Any) -> None:
+        for r in rows:
+            click.echo(f"{r['origin']}\t{r['size']}\t{r['cosigned_at']}")
+
+    emit(ctx, {"logs": rows}, show)
+
+
 @log.group("tiles")
 def tiles() -> None:
     """The log as C2SP tlog-tiles (docs/log.md#tiles)."""
@@ -325,7 +408,7 @@ PROOF_MAX = 16 << 20
 
 
 #: The commands of this area, as registered on the ``evstore`` group.
-COMMANDS = (log, prove, verify_proof)
+COMMANDS = (log, prove, verify_proof, witness)
 
 
 def register(cli: click.Group) -> None:

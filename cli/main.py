@@ -194,6 +194,7 @@ AREA_COMMANDS: dict[str, str] = {
     "refs": "runs",
     "runs": "runs",
     "verify-proof": "log",
+    "witness": "log",
 }
 
 #: The contract CLI modules, in registration order.

@@ -16,6 +16,7 @@ import click
 import evstore
 
 from .batch import (
+    FsPath,
     bulk_options,
     check_args,
     expand_paths,
@@ -167,10 +168,10 @@ def put(
     )
     names: list[str] = []
 
-    def items() -> Iterator[Path]:
+    def items() -> Iterator[FsPath]:
         for p in paths:
             names.append(p)
-            yield Path(p)
+            yield FsPath(p)
 
     done = [0, 0]
     with open_store(ctx, create=True) as store, bar:
@@ -185,9 +186,16 @@ def put(
             if batch is not None:
                 interrupted_note(ctx, done, "files")()
             raise
-    rows = [
-        {"path": n, **r.digest.forms(), "new": r.new} for n, r in zip(names, results, strict=True)
-    ]
+    if ctx.json or digests:
+        rows = [
+            {"path": n, **r.digest.forms(), "new": r.new}
+            for n, r in zip(names, results, strict=True)
+        ]
+    else:  # the lines name the address only: no other digest form is encoded (issue 29)
+        rows = [
+            {"path": n, "address": r.digest.address, "new": r.new}
+            for n, r in zip(names, results, strict=True)
+        ]
     out = {"ok": True, "files": len(rows), "new": sum(r.new for r in results), "results": rows}
     emit(ctx, out, _put_many_human(ctx, digests))
 

@@ -84,6 +84,13 @@ def parse_stores(args: tuple[str, ...], default: str) -> dict[str | None, str]:
     help="Seconds a body may take before it must arrive at 1 KiB/s, then 408 (default 15).",
 )
 @click.option(
+    "--upload-expiry",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds an unfinished OCI blob upload, or one no manifest names yet, is kept "
+    "(default 3600).",
+)
+@click.option(
     "--max-connections",
     type=click.IntRange(min=1),
     default=None,
@@ -108,7 +115,15 @@ def parse_stores(args: tuple[str, ...], default: str) -> dict[str | None, str]:
     type=click.FloatRange(min=0, min_open=True),
     default=60.0,
     show_default=True,
-    help="Seconds between two signing rounds (with --log-key).",
+    help="Seconds between two signing rounds (with --log-key); each also asks the "
+    "log.witness_policy witnesses to cosign.",
+)
+@click.option(
+    "--witness-key",
+    type=str,  # read before listening: witness.key / log.key-file, not a usage error
+    default=None,
+    help="Act as a witness (C2SP tlog-witness) with this key file (evstore witness "
+    "init-key): POST P/add-checkpoint cosigns the logs of each store's witness.logs.",
 )
 @pass_ctx
 def serve(
@@ -122,6 +137,7 @@ def serve(
     access_log: bool,
     log_key: str | None,
     checkpoint_every: float,
+    witness_key: str | None,
     **limits: Any,
 ) -> None:
     """Serve stores over HTTP (API v1, docs/http.md) until SIGTERM or Ctrl-C.
@@ -132,12 +148,15 @@ def serve(
     create). Shutdown is clean: requests in flight finish, nothing is half-written. With
     --log-key, a checkpoint of each store's log is signed every --checkpoint-every seconds
     (after checking it is consistent with the previous one; nothing when the log has not
-    grown).
+    grown), then the witnesses of the log.witness_policy setting are asked to cosign it.
+    With --witness-key, each store is also a witness for the logs its witness.logs setting
+    names (POST P/add-checkpoint, docs/log.md#witnesses).
 
     Nothing is printed before the stores are open, the --log-key read and the port bound.
 
     Exit codes: 0 stopped by a signal; 1 a store cannot be served, the --log-key cannot be
-    read (log.key-file, checkpoint.key) or the address cannot be listened on (http.listen,
+    read (log.key-file, checkpoint.key), the --witness-key is malformed (witness.key) or
+    the address cannot be listened on (http.listen,
     e.g. the port is in use); 2 usage.
     """
     mapping = parse_stores(stores, ctx.url)
@@ -162,6 +181,7 @@ def serve(
         log_key=log_key,
         checkpoint_every=checkpoint_every,
         announce=announce,
+        witness_key=witness_key,
     )
 
 

@@ -85,6 +85,7 @@ if TYPE_CHECKING:
     from .read.describe import describe_artifact, object_head
     from .read.review import bindings_of_fragment, edges_from, kind_counts, verify_now
     from .retention.audit import AuditRun
+    from .tlog.cosignature import Cosigner, read_cosigner_key
 
 # open, init and migrate (store/connect.py) and RemoteStore (store/client/) are not imported
 # for type checkers here: the client imports evstore's public names, and an import back
@@ -99,7 +100,7 @@ _SOURCES: dict[str, str] = {
     "AuditRun": "retention.audit",
     "BindingConflict": "core.errors",
     "Closure": "core.results",
-    "GatedRead": "access.gate",
+    "Cosigner": "tlog.cosignature",
     "ContentRef": "core.refs",
     "ContractError": "core.errors",
     "CorruptionError": "core.errors",
@@ -108,6 +109,7 @@ _SOURCES: dict[str, str] = {
     "EvstoreError": "core.errors",
     "Excerpt": "core.results",
     "Faults": "core.errors",
+    "GatedRead": "access.gate",
     "GcReport": "core.results",
     "IngestReport": "core.results",
     "InputError": "core.errors",
@@ -160,6 +162,7 @@ _SOURCES: dict[str, str] = {
     "package_context_size": "contracts.packages.rules_context:context_size",
     "parse_ref": "core.refs",
     "push_oci_manifest": "archive.registry:push_manifest",
+    "read_cosigner_key": "tlog.cosignature",
     "revoke_token": "access.tokens",
     "rooting": "objects.leases",
     "serve": "server.run",
@@ -181,6 +184,7 @@ __all__ = [
     "ContentRef",
     "ContractError",
     "CorruptionError",
+    "Cosigner",
     "Digest",
     "Document",
     "EvstoreError",
@@ -239,6 +243,7 @@ __all__ = [
     "package_context_size",
     "parse_ref",
     "push_oci_manifest",
+    "read_cosigner_key",
     "revoke_token",
     "rooting",
     "serve",

@@ -9,11 +9,13 @@ types (store/core/results.py: :class:`~evstore.PutResult`, :class:`~evstore.Inge
     def archive_run(store: evstore.StoreProtocol, path: pathlib.Path) -> str:
         return store.ingest(path).results[0].digest.address
 
-The protocol lists what both do today, the log and the settings included (issue 28); what
-needs the database itself (``transaction``, audits) is on :class:`~evstore.Store` only, and a
-remote store raises ``remote.unsupported`` for it. The namespaces (``fragments``,
-``manifests``, ``packages``, ``contexts``, ``runs``, ``retention``) are protocols of their
-own below, each listing the methods both namespaces have.
+The protocol lists what both do today, the log, the settings, ``check`` and the audits
+included (issue 28); what needs the database itself (``transaction``) is on
+:class:`~evstore.Store` only, and a remote store raises ``remote.unsupported`` for it.
+Tokens are ``store.tokens`` (``evstore.create_token(store, ...)``, ``list_tokens`` and
+``revoke_token`` call it, for either store). The namespaces
+(``fragments``, ``manifests``, ``packages``, ``contexts``, ``runs``, ``retention``) are
+protocols of their own below, each listing the methods both namespaces have.
 
 mypy checks that both classes satisfy it (the functions under ``TYPE_CHECKING`` at the end
 of this module and of store/client/remote.py); tests/behaviour/ runs one behaviour suite
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, Self, runtime_checkable
 
 from .core.digests import Digest
+from .core.errors import EvstoreError
 from .core.results import (
     ArtifactInfo,
     ArtifactResult,
@@ -41,7 +44,11 @@ from .core.results import (
     RunReport,
 )
 
+if TYPE_CHECKING:
+    from .retention.audit import AuditRun
+
 __all__ = [
+    "CheckRunProtocol",
     "ContextsProtocol",
     "FragmentsProtocol",
     "LogProtocol",
@@ -50,6 +57,7 @@ __all__ = [
     "RetentionProtocol",
     "RunsProtocol",
     "StoreProtocol",
+    "TokensProtocol",
 ]
 
 
@@ -151,8 +159,33 @@ class RunsProtocol(Protocol):
         ...
 
 
+class CheckRunProtocol(Protocol):
+    """What ``store.check()`` returns, local or remote: the run's faults, as an iterator.
+
+    Each fault is an :class:`~evstore.EvstoreError` with ``details["address"]``; the
+    counters are the run's so far (a remote run's are known at its end). ``close()`` stops
+    the run (a remote one: the server's run stops at its next object).
+    """
+
+    checked: int
+    recorded: int
+    not_recorded: str | None
+
+    def __iter__(self) -> Iterator[EvstoreError]:
+        """The run itself."""
+        ...
+
+    def __next__(self) -> EvstoreError:
+        """The next fault (StopIteration at the end of the run)."""
+        ...
+
+    def close(self) -> None:
+        """Stop the run; objects verified so far stay recorded."""
+        ...
+
+
 class RetentionProtocol(Protocol):
-    """``store.retention``: roots, leases and gc (docs/http.md#retention); audits are local only."""
+    """``store.retention``: roots, leases, gc and audits (docs/http.md#retention)."""
 
     def rooting(self, root: str = "default", actor: str = "local") -> AbstractContextManager[Any]:
         """A context in which writes root what they store under ``root``."""
@@ -194,6 +227,24 @@ class RetentionProtocol(Protocol):
         """Collect every object no root reaches and whose lease expired."""
         ...
 
+    def audit(
+        self,
+        roots: Sequence[str] = (),
+        *,
+        sample: float | None = None,
+        seed: int = 0,
+        since: Any = None,
+        actor: str = "local",
+        progress: Callable[[int, int], None] | None = None,
+        record: bool = True,
+    ) -> AuditRun:
+        """Audit the retained artifacts (remote: run and recorded by the server, admin)."""
+        ...
+
+    def audits(self, limit: int = 50) -> list[dict[str, Any]]:
+        """The recorded audit runs, newest first."""
+        ...
+
 
 class LogProtocol(Protocol):
     """``store.log``: the tamper-evident log (docs/log.md); remote since issue 28."""
@@ -230,6 +281,26 @@ class LogProtocol(Protocol):
         """Add queued entries to the tree (``{"integrated", "size", "pending",
         "checkpoint"}``), then sign given a key (remote: the server's key, if it has one;
         ``key_path`` must be None)."""  # noqa: D205, D209
+        ...
+
+
+class TokensProtocol(Protocol):
+    """``store.tokens``: the bearer tokens of ``evstore serve`` (docs/http.md#auth).
+
+    A local store writes its own table; a remote one asks its server (admin scope).
+    ``evstore.create_token(store, ...)``, ``list_tokens`` and ``revoke_token`` call these.
+    """
+
+    def create(self, scope: str, name: str = "") -> dict[str, Any]:
+        """``{"id", "token", "scope", "name", "created_at"}``; the only time ``token`` shows."""
+        ...
+
+    def list(self) -> list[dict[str, Any]]:
+        """``[{"id", "scope", "name", "created_at", "revoked_at"}]``, oldest first."""
+        ...
+
+    def revoke(self, token_id: str) -> dict[str, Any]:
+        """``{"id", "revoked": True, "revoked_at"}`` (``not-found.token``)."""
         ...
 
 
@@ -405,8 +476,32 @@ class StoreProtocol(Protocol):
         """The tamper-evident log."""
         ...
 
+    @property
+    def tokens(self) -> TokensProtocol:
+        """The bearer tokens of the server."""
+        ...
+
     def config(self, name: str | None = None) -> dict[str, Any]:
         """Every setting, or ``{name: value}``."""
+        ...
+
+    def check(
+        self,
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        sample: float | None = None,
+        seed: int = 0,
+        kinds: Sequence[str] = (),
+        since: Any = None,
+        jobs: int = 1,
+        record: bool = True,
+        warnings: list[dict[str, str]] | None = None,
+    ) -> CheckRunProtocol:
+        """Re-verify the store, every fault yielded (remote: run by the server, admin)."""
+        ...
+
+    def recorded_warnings(self) -> list[dict[str, str]]:
+        """The warnings recorded at ingest (remote: as the last :meth:`check` got them)."""
         ...
 
     def set_config(self, name: str, value: Any) -> Any:
@@ -422,6 +517,7 @@ if TYPE_CHECKING:
     from .contracts.manifests.store import ManifestOps
     from .contracts.packages.store import PackageOps
     from .contracts.runs.store import RunOps
+    from .facade.admin import TokenOps
     from .facade.api import Store
     from .retention.ops import RetentionOps
 
@@ -437,6 +533,7 @@ if TYPE_CHECKING:
         ContextsProtocol,
         RunsProtocol,
         RetentionProtocol,
+        TokensProtocol,
     ]:
         return (
             FragmentOps(store),
@@ -445,4 +542,5 @@ if TYPE_CHECKING:
             ContextOps(store),
             RunOps(store),
             RetentionOps(store),
+            TokenOps(store.transactions),
         )

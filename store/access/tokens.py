@@ -23,17 +23,14 @@ import base64
 import hashlib
 import hmac
 import re
-import secrets
 import time
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from ..core.errors import error
-from ..core.times import utc_text
 from ..db.rawread import FALLBACK, point_row
 from ..db.tables import tokens
+from ..facade.admin import SCOPES, token_sha256
 
 if TYPE_CHECKING:
     from ..facade.api import Store
@@ -51,27 +48,10 @@ __all__ = [
     "token_scope",
 ]
 
-#: The scopes, lowest first: each grants the ones before it.
-SCOPES = ("read", "ingest", "admin")
-
-
-def _over_http(store: Any) -> Any:
-    """The ``tokens`` namespace of a store served over HTTP (evstore.client.admin), else None.
-
-    Looked up on the class: a local :class:`Store` has none.
-    """
-    return store.tokens if getattr(type(store), "tokens", None) is not None else None
-
-
 _TOKEN = re.compile(r"evst_([0-9a-f]{12})_[A-Za-z0-9_-]{43}")
-_ID = re.compile(r"[0-9a-f]{12}")
 _SESSION = re.compile(r"s1\.([0-9a-f]{12})\.([0-9]{1,12})\.([A-Za-z0-9_-]{43})")
 #: How long a pages session lasts (seconds) unless its token is revoked first.
 SESSION_SECONDS = 12 * 3600
-
-
-def _hash(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 def scope_allows(have: str, need: str) -> bool:
@@ -86,81 +66,32 @@ def scope_allows(have: str, need: str) -> bool:
 def create_token(store: Store, scope: str, name: str = "") -> dict[str, Any]:
     """Make a token of ``scope`` on ``store``; the only time its text is returned.
 
-    Args:
-        store: an open store.
-        scope: ``read``, ``ingest`` or ``admin``.
-        name: a label for people (``token ls`` shows it); not secret, not unique.
+    ``store.tokens.create`` of either store (StoreProtocol): a local store writes its table
+    (store/facade/admin.py), a remote one (``evstore.open("http://...")``) asks its server
+    (admin scope).
 
     Returns:
         ``{"id", "token", "scope", "name", "created_at"}`` (``token`` is the bearer secret).
 
     Raises:
         InputError: ``token.scope`` (no such scope), ``input.invalid`` (a label with U+0000
-            or over 200 characters); StoreStateError as any write. A remote store
-            (``evstore.open("http://...")``) asks its server (admin scope).
+            or over 200 characters); StoreStateError as any write.
     """
-    remote = _over_http(store)
-    if remote is not None:
-        return remote.create(scope, name)  # type: ignore[no-any-return]
-    if scope not in SCOPES:
-        raise error(
-            "token.scope", f"no token scope {scope!r}; use one of {', '.join(SCOPES)}", scope=scope
-        )
-    if "\x00" in name or len(name) > 200:
-        raise error("input.invalid", "a token name has at most 200 characters and no U+0000")
-    token_id = secrets.token_hex(6)
-    text = f"evst_{token_id}_{secrets.token_urlsafe(32)}"
-    now = datetime.now(UTC)
-    row = {
-        "id": token_id,
-        "secret_sha256": _hash(text),
-        "scope": scope,
-        "name": name,
-        "created_at": now,
-        "revoked_at": None,
-    }
-    store.transactions.run_transaction(lambda conn: conn.execute(tokens.insert().values(**row)))
-    return {
-        "id": token_id,
-        "token": text,
-        "scope": scope,
-        "name": name,
-        "created_at": utc_text(now),
-    }
+    return store.tokens.create(scope, name)
 
 
 def list_tokens(store: Store) -> list[dict[str, Any]]:
-    """Every token of ``store``, oldest first, without secrets.
+    """Every token of ``store``, oldest first, without secrets (``store.tokens.list``).
 
     Returns:
         ``[{"id", "scope", "name", "created_at", "revoked_at"}]`` (``revoked_at`` None while
         the token is live). A remote store asks its server (admin scope).
     """
-    remote = _over_http(store)
-    if remote is not None:
-        return remote.list()  # type: ignore[no-any-return]
-    with store.transactions.read() as conn:
-        rows = conn.execute(
-            sa.select(
-                tokens.c.id, tokens.c.scope, tokens.c.name, tokens.c.created_at, tokens.c.revoked_at
-            ).order_by(tokens.c.created_at, tokens.c.id)
-        ).all()
-    return [
-        {
-            "id": r.id,
-            "scope": r.scope,
-            "name": r.name,
-            "created_at": utc_text(r.created_at),
-            "revoked_at": None if r.revoked_at is None else utc_text(r.revoked_at),
-        }
-        for r in rows
-    ]
+    return store.tokens.list()
 
 
 def revoke_token(store: Store, token_id: str) -> dict[str, Any]:
-    """Revoke the token ``token_id``: it authenticates nothing from the next request on.
-
-    Revoking a revoked token again changes nothing and answers the same.
+    """Revoke the token ``token_id`` (``store.tokens.revoke``); revoking again answers the same.
 
     Returns:
         ``{"id", "revoked": True, "revoked_at"}``.
@@ -169,33 +100,14 @@ def revoke_token(store: Store, token_id: str) -> dict[str, Any]:
         NotFound: ``not-found.token`` (no token with that id in this store). A remote store
         asks its server (admin scope).
     """
-    remote = _over_http(store)
-    if remote is not None:
-        return remote.revoke(token_id)  # type: ignore[no-any-return]
-    if not _ID.fullmatch(token_id):
-        raise error("not-found.token", f"no token with id {token_id!r}", id=token_id)
-
-    def work(conn: sa.Connection) -> Any:
-        row = conn.execute(
-            sa.select(tokens.c.revoked_at).where(tokens.c.id == token_id)
-        ).one_or_none()
-        if row is None:
-            raise error("not-found.token", f"no token with id {token_id!r}", id=token_id)
-        if row.revoked_at is not None:
-            return row.revoked_at
-        now = datetime.now(UTC)
-        conn.execute(tokens.update().where(tokens.c.id == token_id).values(revoked_at=now))
-        return now
-
-    when = store.transactions.run_transaction(work)
-    return {"id": token_id, "revoked": True, "revoked_at": utc_text(when)}
+    return store.tokens.revoke(token_id)
 
 
 def token_hash(token: str) -> str | None:
     """The SHA-256 hex a token's row is found by (``tokens.secret_sha256``); None when
     ``token`` is not of the token form (``evst_<id>_<secret>``), so no row can match.
     """  # noqa: D205
-    return _hash(token) if _TOKEN.fullmatch(token) else None
+    return token_sha256(token) if _TOKEN.fullmatch(token) else None
 
 
 def token_scope(store: Store, token: str) -> str | None:
@@ -206,7 +118,7 @@ def token_scope(store: Store, token: str) -> str | None:
     """
     if not _TOKEN.fullmatch(token):
         return None
-    digest = _hash(token)
+    digest = token_sha256(token)
     tx = store.transactions
     sql = "SELECT scope, revoked_at FROM tokens WHERE secret_sha256 = ?"
     row = point_row(tx, sql, (digest,))
@@ -256,7 +168,7 @@ def create_session(
         return None
     token_id = token[5:17]
     expires = int(time.time() if now is None else now) + max(1, int(seconds))
-    mac = _session_mac(_hash(token), token_id, expires, audience)
+    mac = _session_mac(token_sha256(token), token_id, expires, audience)
     return f"s1.{token_id}.{expires}.{mac}"
 
 

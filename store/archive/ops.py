@@ -45,6 +45,7 @@ from ..core.canonical import dumps, loads
 from ..core.digests import Digest, digest_bytes
 from ..core.errors import EvstoreError, NotFound, error
 from ..core.refs import parse_ref
+from ..db.engine import driver_rows
 from ..db.settings import load_settings
 from ..db.tables import artifacts, blobs, edges
 from ..facade.ingest import check_errors, parse_documents
@@ -415,12 +416,20 @@ def closure_manifest(conn: sa.Connection, ref: str) -> bytes:
 
 
 def _inline_batch(conn: sa.Connection, rows: list[_blobs.BlobRow]) -> dict[str, bytes]:
-    """The verified bytes of inline blobs (one query), by BLAKE3 hex."""
-    found = conn.execute(
-        sa.select(blobs.c.address, blobs.c.data).where(
-            blobs.c.address.in_([r.digest.blake3 for r in rows])
-        )
-    ).all()
+    """The verified bytes of inline blobs (one query), by BLAKE3 hex.
+
+    The statement goes to the driver's cursor (:func:`~evstore.db.engine.driver_rows`), as
+    the batch reads' do: SQLAlchemy compiled an ``IN`` of 500 and built its rows for every
+    batch (issue 29, the export's read).
+    """
+    addresses = [r.digest.blake3 for r in rows]
+    params: tuple[Any, ...]
+    if conn.dialect.name == "postgresql":
+        sql, params = "SELECT address, data FROM blobs WHERE address = ANY(%b)", (addresses,)
+    else:
+        sql = f"SELECT address, data FROM blobs WHERE address IN ({','.join('?' * len(rows))})"
+        params = tuple(addresses)
+    found = driver_rows(conn, sql, params, binary=True)
     data = {a: b"" if d is None else _blobs.as_bytes(d, a) for a, d in found}
     for row in rows:
         got = data.get(row.digest.blake3)

@@ -167,3 +167,15 @@ class RemoteLog:
     def init_key(self, path: Any, origin: str | None = None) -> dict[str, Any]:
         """``remote.unsupported``: the private key file is made where the signing runs."""
         raise unsupported("log init-key")
+
+    def ask_witnesses(self, timeout_s: float = 5.0) -> dict[str, Any]:
+        """``remote.unsupported``: the server asks its witnesses itself (serve --log-key)."""
+        raise unsupported("log cosign")
+
+    def witness_add_checkpoint(self, cosigner: Any, body: bytes) -> dict[str, Any]:
+        """``remote.unsupported``: a witness answers at the server's ``P/add-checkpoint``."""
+        raise unsupported("witness add-checkpoint")
+
+    def witnessed(self) -> list[dict[str, Any]]:
+        """``remote.unsupported``: read where the witness runs."""
+        raise unsupported("witness status")

@@ -51,6 +51,7 @@ from .shapes import forms_digest, warning_dicts
 
 if TYPE_CHECKING:
     from .. import StoreProtocol
+    from .check import RemoteCheckRun
     from .contracts import (
         RemoteContexts,
         RemoteFragments,
@@ -670,14 +671,35 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
                 raise AttributeError(name)
             raise unsupported(name)
 
-    def check(self, progress: Any = None, **kw: Any) -> Any:
+    def check(
+        self,
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        sample: float | None = None,
+        seed: int = 0,
+        kinds: Sequence[str] = (),
+        since: Any = None,
+        jobs: int = 1,
+        record: bool = True,
+        warnings: list[dict[str, str]] | None = None,
+    ) -> RemoteCheckRun:
         """Re-verify the store on the server (admin), faults streamed back as found: a
         :class:`~evstore.client.check.RemoteCheckRun` (options as :meth:`Store.check`).
         """  # noqa: D205
         self._live()
         from .check import RemoteCheckRun
 
-        run = RemoteCheckRun(self.http, progress, **kw)
+        run = RemoteCheckRun(
+            self.http,
+            progress,
+            sample=sample,
+            seed=seed,
+            kinds=kinds,
+            since=since,
+            jobs=jobs,
+            record=record,
+            warnings=warnings,
+        )
         self._last_check = run
         return run
 

@@ -17,7 +17,7 @@ import binascii
 import hashlib
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -111,12 +111,13 @@ class Digest:
 
     def forms(self) -> dict[str, str | int]:
         """Every digest form the contracts use, as a JSON-ready dict."""
+        b64u = self.sha256_b64u  # encoded once for both forms
         return {
-            "address": self.address,
+            "address": "blake3:" + self.blake3,
             "size": self.size,
             "sha256": "sha256:" + self.sha256,
-            "sha256_b64u": "sha256:" + self.sha256_b64u,
-            "object_store": "object-store:sha256:" + self.sha256_b64u,
+            "sha256_b64u": "sha256:" + b64u,
+            "object_store": "object-store:sha256:" + b64u,
         }
 
 
@@ -142,11 +143,12 @@ def _sha_pool() -> ThreadPoolExecutor:
 class Hasher:
     """Size, BLAKE3 and SHA-256 in one pass: call :meth:`update` per chunk, then :meth:`digest`."""
 
-    __slots__ = ("_b3", "_sha", "size")
+    __slots__ = ("_b3", "_pending", "_sha", "size")
 
     def __init__(self) -> None:
         self._b3 = _blake3.blake3()
         self._sha = hashlib.sha256()
+        self._pending: tuple[Future[object], Future[object]] | None = None
         self.size = 0
 
     def update(self, chunk: bytes | memoryview) -> None:
@@ -158,6 +160,7 @@ class Hasher:
         not their sum (issue 29; docs/design.md, "Hashing in parallel"). Both are done
         before this returns.
         """
+        self._wait()
         if len(chunk) >= PARALLEL_MIN:
             done = _sha_pool().submit(self._sha.update, chunk)
             self._b3.update(chunk)
@@ -167,8 +170,39 @@ class Hasher:
             self._sha.update(chunk)
         self.size += len(chunk)
 
+    def submit(self, chunk: bytes | memoryview) -> None:
+        """Feed the next chunk (bytes) and return before it is hashed, so that the caller
+        reads the next chunk while this one is hashed (issue 29; docs/design.md, "Hashing
+        in parallel").
+
+        A chunk of :data:`PARALLEL_MIN` bytes or more is handed to two worker threads, one
+        per hash (both libraries release the GIL on large buffers); the call first waits
+        for the previous chunk's hashing, so at most one chunk is in flight. The caller
+        must not modify ``chunk`` afterwards. A smaller chunk is hashed here, as
+        :meth:`update` does. :meth:`digest` waits for the chunk in flight; an error of a
+        worker (none is expected of the hash libraries) is raised there or by the next call.
+        """  # noqa: D205
+        self._wait()
+        if len(chunk) >= PARALLEL_MIN:
+            pool = _sha_pool()
+            self._pending = (
+                pool.submit(self._sha.update, chunk),
+                pool.submit(self._b3.update, chunk),
+            )
+        else:
+            self._b3.update(chunk)
+            self._sha.update(chunk)
+        self.size += len(chunk)
+
+    def _wait(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            for done in pending:
+                done.result()
+
     def digest(self) -> Digest:
-        """The :class:`Digest` of everything fed so far."""
+        """The :class:`Digest` of everything fed so far (waits for a chunk in flight)."""
+        self._wait()
         return Digest(self._b3.hexdigest(), self._sha.hexdigest(), self.size)
 
 

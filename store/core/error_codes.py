@@ -82,6 +82,9 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
      "a document a contract kind claims cannot be stored as kind json"),
     ("config.unknown", "input", "", "no such setting"),
     ("config.value", "input", "", "a setting value of the wrong type"),
+    ("config.server-only", "input", "",
+     "a setting that names a place on the server's machine (log.key_file, blobs.backend) "
+     "is not set over HTTP; set it beside the database (403)"),
     # -- objects not found
     ("not-found.blob", "not-found", "", "no stored blob for that content ref"),
     ("not-found.artifact", "not-found", "", "no artifact matches the query"),
@@ -535,6 +538,10 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
      "the old size is not the size last cosigned, or another root at that size (a fork)"),
     ("witness.inconsistent", "input", "c2sp.org/tlog-witness",
      "the consistency proof does not verify: the checkpoint is refused (a fork)"),
+    ("witness.response", "input", "c2sp.org/tlog-witness",
+     "a witness answered add-checkpoint with something other than valid cosignature lines"),
+    ("witness.disabled", "not-found", "docs/log.md#witnesses",
+     "this server is no witness: it was started without --witness-key"),
     ("witness.policy", "input", "docs/log.md#witnesses",
      "a witness policy is not of the format"),
     ("witness.quorum", "input", "docs/log.md#witnesses",
@@ -573,6 +580,7 @@ STATUS_BY_CODE: Mapping[str, int] = MappingProxyType(
     {
         "http.unauthorized": 401,
         "http.forbidden": 403,
+        "config.server-only": 403,
         "witness.unsigned": 403,
         "witness.conflict": 409,
         "witness.inconsistent": 422,

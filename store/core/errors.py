@@ -76,6 +76,13 @@ def pointer_phrase(pointer: str) -> str:
     return f"at {pointer}" if pointer else "at the document root"
 
 
+def _about_request(code: str) -> bool:
+    """True for an HTTP fault about the request itself (its token, route, size, time), not
+    about a JSON document: ``http.*`` but ``http.request`` (whose pointer is into the body).
+    """  # noqa: D205
+    return code.startswith("http.") and code != "http.request"
+
+
 def join_pointer(base: str, *tokens: str | int) -> str:
     """Append reference tokens to a JSON Pointer (RFC 6901).
 
@@ -146,7 +153,7 @@ class EvstoreError(Exception):
     def __str__(self) -> str:
         # "" is the whole document (RFC 6901), never "/" (the member named ""); errors that are
         # not about a document (no rule, or a ref given on its own) name no place.
-        whole = self.rule and self.about_document
+        whole = self.rule and self.about_document and not _about_request(self.code)
         where = f" {pointer_phrase(self.pointer)}" if self.pointer or whole else ""
         src = f"{self.path}: " if self.path else ""
         return f"{src}{self.code}{where}: {self.message}"

@@ -101,6 +101,14 @@ SETTINGS: dict[str, Setting] = {
             "with, when neither --key nor EVSTORE_LOG_KEY names one (docs/log.md#keys).",
         ),
         Setting(
+            "log.witness_policy",
+            str,
+            "",
+            "The log's witnesses and quorum, a policy text (`log`, `witness NAME VKEY URL`, "
+            "`quorum N` lines; docs/log.md#witnesses): after signing a checkpoint the server "
+            "asks each witness with a URL to cosign it. Empty: no witness is asked.",
+        ),
+        Setting(
             "manifests.accept_unverified_phase",
             bool,
             False,
@@ -113,6 +121,14 @@ SETTINGS: dict[str, Setting] = {
             False,
             "Reject (instead of warn about) an insonic package whose context.bytes/tokens do "
             "not match the compact JSON length of its context.",
+        ),
+        Setting(
+            "witness.logs",
+            list,
+            [],
+            "Verifier keys of the logs this store witnesses (C2SP tlog-witness): `evstore serve "
+            "--witness-key` cosigns their checkpoints at POST P/add-checkpoint "
+            "(docs/log.md#witnesses).",
         ),
     )
 }

@@ -114,7 +114,7 @@ def _backoff(attempt: int) -> float:
 
 
 def driver_rows(
-    conn: Connection, sql: str, params: Any = (), *, many: bool = False
+    conn: Connection, sql: str, params: Any = (), *, many: bool = False, binary: bool = False
 ) -> list[tuple[Any, ...]]:
     """Run one statement of the driver's dialect on ``conn``'s driver cursor; return its rows.
 
@@ -123,7 +123,9 @@ def driver_rows(
     parameters (``?`` on SQLite, ``%s``/``%b`` on PostgreSQL) on the same connection and
     transaction, without SQLAlchemy's result machinery, which cost 20-25 us a statement
     against 1-3 us for the driver (issue 16, docs/benchmarks.md). ``many`` runs
-    ``executemany`` over a sequence of parameter tuples (no rows come back).
+    ``executemany`` over a sequence of parameter tuples (no rows come back). ``binary``
+    asks PostgreSQL for results in its binary format (a ``bytea`` column comes as its bytes,
+    not as hex text twice its size to decode: a 256 MiB read, issue 29); SQLite ignores it.
 
     Returns:
         The rows as tuples (empty for a statement without a result).
@@ -134,7 +136,11 @@ def driver_rows(
             statement's.
     """
     with raw_driver(conn) as raw:
-        cur = raw.cursor()
+        cur = (
+            raw.cursor(binary=True)
+            if binary and conn.dialect.name == "postgresql"
+            else raw.cursor()
+        )
         try:
             if many:
                 cur.executemany(sql, params)

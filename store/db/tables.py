@@ -29,6 +29,7 @@ Every digest column (addresses, ``blobs.sha256``, ``attrs.value_digest``,
     log_queue        accepted entries not yet in the tree, ``(batch, pos)``, revision 0010
     log_checkpoints  signed checkpoints (C2SP signed notes), one per tree size
     log_keys         the log's verifier keys (never a private key), revision 0007 (docs/log.md)
+    witness_logs     as a witness: the latest checkpoint cosigned per log origin, revision 0011
 
 Revision 0006 adds foreign keys (docs/design.md#retention-and-garbage-collection): an edge's
 ``src`` and ``dst``, an artifact's ``address``, a root's and a lease's ``address`` each name
@@ -77,6 +78,7 @@ __all__ = [
     "tokens",
     "verified",
     "warnings",
+    "witness_logs",
 ]
 
 metadata = MetaData()
@@ -322,4 +324,19 @@ log_keys = Table(
     # is the log's key.
     Column("vkey", String(512), primary_key=True),
     Column("added_at", DateTime(timezone=True), nullable=False),
+)
+
+
+witness_logs = Table(
+    "witness_logs",
+    metadata,
+    # The log's origin (its checkpoint's first line): one row per log this store witnesses.
+    Column("origin", String(512), primary_key=True),
+    # The log verifier key the checkpoint was verified with (the witness.logs setting).
+    Column("vkey", String(512), nullable=False),
+    # Size and root hash of the latest checkpoint cosigned, and its note as received.
+    Column("size", BigInteger, nullable=False),
+    Column("root", LargeBinary, nullable=False),
+    Column("note", Text, nullable=False),
+    Column("cosigned_at", DateTime(timezone=True), nullable=False),
 )

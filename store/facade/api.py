@@ -27,10 +27,9 @@ from ..core.digests import Digest
 from ..core.digests import digest_bytes as digest_from
 from ..core.errors import error
 from ..core.refs import parse_ref, parse_refs
-from ..core.settings import check_setting_value, parse_setting_value
 from ..core.times import utc_text
 from ..db.engine import Database, database_errors
-from ..db.settings import load_settings, write_setting
+from ..db.settings import load_settings
 from ..db.transactions import LiveTransactions, Transactions
 from ..objects import blobs as _blobs
 from ..objects.artifacts import (
@@ -46,10 +45,10 @@ from ..objects.blob_batches import put_expecting, put_stream_many, rereadable
 from ..objects.blob_reads import BlobRead, has_verified, read_batches, resolve
 from ..objects.external import EXTERNAL, make_backend_dir, probe_backend
 from ..objects.kinds import check_kind, lookup_value
-from ..objects.leases import LEASE_SETTING, cap_leases
 from ..objects.listing import iter_artifacts, iter_blobs
 from ..objects.staged import Staged
 from ..objects.txn import Txn
+from .admin import TokenOps, read_config, write_config
 from .ingest import (
     as_documents,
     ingest_documents,
@@ -698,14 +697,7 @@ class Store:
             InputError: ``config.unknown`` for a ``name`` that is no setting.
             CorruptionError: ``corruption.setting`` for a stored value of the wrong type.
         """
-        self._live()
-        with self.db.read() as conn:
-            values = load_settings(conn)
-        if name is None:
-            return values
-        if name not in values:
-            parse_setting_value(name, "")  # config.unknown
-        return {name: values[name]}
+        return read_config(self.transactions, name)
 
     def set_config(self, name: str, value: str | Any) -> Any:
         """Set a setting; returns the stored value.
@@ -723,21 +715,12 @@ class Store:
             InputError: ``config.unknown`` / ``config.value``; ``blobs.spec``.
             StoreStateError: ``blobs.unreachable`` (a backend that does not answer).
         """
-        self._live()
-        if isinstance(value, str):
-            parsed = parse_setting_value(name, value)
-        else:
-            parsed = check_setting_value(name, value)
-        if name == "blobs.backend":
-            parsed = probe_backend(parsed)
+        return write_config(self.transactions, name, value)
 
-        def work(conn: Any) -> None:
-            write_setting(conn, name, parsed)
-            if name == LEASE_SETTING:
-                cap_leases(conn, parsed)
-
-        self.db.run_transaction(work)
-        return parsed
+    @property
+    def tokens(self) -> TokenOps:
+        """The server's bearer tokens: ``create``, ``list``, ``revoke`` (store/facade/admin.py)."""
+        return TokenOps(self.transactions)
 
     # -- contract namespaces --------------------------------------------------------------
     @property

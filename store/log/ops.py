@@ -64,6 +64,7 @@ from ..tlog.checkpoint import (
 from ..tlog.cosignature import Policy
 from .integrate import DEFAULT_LIMIT, integrate_round, pending_count
 from .tiles import content_matches, export_tiles, read_tile
+from .witness import add_checkpoint, ask_witnesses, witnessed
 
 __all__ = ["CONSISTENCY_FORMAT", "LogOps", "load_signer", "verify_proof"]
 
@@ -314,6 +315,42 @@ class LogOps:
     def latest(self) -> dict[str, Any] | None:
         """The latest signed checkpoint (as in :meth:`status`), or None."""
         return self.status()["checkpoint"]  # type: ignore[no-any-return]
+
+    # -- witnesses (C2SP tlog-witness, store/log/witness.py) ---------------------------------
+    def ask_witnesses(self, timeout_s: float = 5.0) -> dict[str, Any]:
+        """Ask the ``log.witness_policy`` witnesses to cosign the latest checkpoint.
+
+        Verified cosignatures are kept with the checkpoint (its stored note); a witness
+        that is down or refuses is reported in ``failed``, never raised.
+
+        Returns:
+            ``{"size", "cosigned", "present", "failed": {name: message}, "quorum",
+            "witnesses"}`` (evstore.log.witness.ask_witnesses).
+
+        Raises:
+            InputError: ``witness.policy``, ``witness.key`` (the policy setting is wrong).
+        """
+        return ask_witnesses(self._tx, timeout_s)
+
+    def witness_add_checkpoint(self, cosigner: Any, body: bytes) -> dict[str, Any]:
+        """As a witness, answer one C2SP tlog-witness add-checkpoint request body.
+
+        Args:
+            cosigner: the witness key (:func:`evstore.read_cosigner_key`).
+            body: the request body.
+
+        Returns:
+            ``{"origin", "size", "cosignature"}`` (the line, with its newline).
+
+        Raises:
+            InputError, NotFound: the ``witness.*`` refusals of
+                evstore.log.witness.add_checkpoint; nothing is recorded then.
+        """
+        return add_checkpoint(self._tx, cosigner, body)
+
+    def witnessed(self) -> list[dict[str, Any]]:
+        """The logs this store witnessed: ``[{"origin", "vkey", "size", "cosigned_at"}]``."""
+        return witnessed(self._tx)
 
     # -- tiles (C2SP tlog-tiles, store/log/tiles.py) ---------------------------------------
     def tile(self, path: str) -> tuple[bytes, bool]:

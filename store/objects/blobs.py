@@ -14,6 +14,7 @@ Functions here take an open SQLAlchemy ``Connection`` inside the caller's transa
 
 from __future__ import annotations
 
+import io
 import operator
 import secrets
 import tempfile
@@ -145,25 +146,32 @@ def _iter_raw(conn: Connection, address: str) -> Iterator[bytes]:
     if r.chunk_set is None:
         yield b"" if r.data is None else as_bytes(r.data, address)
         return
+    # One chunk per statement keeps memory at one chunk on both drivers; the statement goes
+    # to the driver's cursor: through SQLAlchemy's result rows a 256 MiB read cost 0.64 s
+    # of CPU against 0.11 s (issue 29, docs/benchmarks.md).
+    sql = _CHUNK_SQL[conn.dialect.name == "postgresql"]
+    chunk_set = int(r.chunk_set)
     seq = 0
     while True:
-        # One chunk per query keeps memory at one chunk, on both drivers.
-        c = conn.execute(
-            sa.select(blob_chunks.c.data).where(
-                blob_chunks.c.chunk_set == r.chunk_set, blob_chunks.c.seq == seq
-            )
-        ).first()
-        if c is None:
+        found = driver_rows(conn, sql, (chunk_set, seq), binary=True)
+        if not found:
             return
-        yield as_bytes(c.data, address)
+        yield as_bytes(found[0][0], address)
         seq += 1
+
+
+#: One chunk's bytes, in the driver's parameter style (SQLite, PostgreSQL).
+_CHUNK_SQL = (
+    "SELECT data FROM blob_chunks WHERE chunk_set = ? AND seq = ?",
+    "SELECT data FROM blob_chunks WHERE chunk_set = %s AND seq = %s",
+)
 
 
 def verify_stored(conn: Connection, row: BlobRow) -> CorruptionError | None:
     """Re-hash a stored blob; the :class:`CorruptionError` describing a mismatch, or None."""
     h = Hasher()
     for chunk in _iter_raw(conn, row.digest.blake3):
-        h.update(chunk)
+        h.submit(chunk)  # hashed while the next chunk is read
     return compare_digest(row, h.digest())
 
 
@@ -221,12 +229,24 @@ def read_verified(conn: Connection, row: BlobRow) -> bytes:
         CorruptionError: ``corruption.size``, ``corruption.digest``,
             ``corruption.sha256-index`` or ``corruption.row``; no byte is returned.
     """
-    parts = list(_iter_raw(conn, row.digest.blake3))
-    data = parts[0] if len(parts) == 1 else b"".join(parts)
-    err = compare_digest(row, digest_bytes(data))
+    h = Hasher()
+    first: bytes | None = None
+    joined: io.BytesIO | None = None
+    for chunk in _iter_raw(conn, row.digest.blake3):
+        h.submit(chunk)  # hashed in workers while it is copied out and the next is read
+        if first is None:
+            first = chunk
+            continue
+        if joined is None:
+            joined = io.BytesIO()
+            joined.write(first)
+        joined.write(chunk)  # the copy overlaps the hashing (a join after it did not)
+    err = compare_digest(row, h.digest())
     if err is not None:
         raise err
-    return data
+    if joined is not None:
+        return joined.getvalue()  # the buffer itself, not a second copy
+    return b"" if first is None else first
 
 
 def iter_verified(conn: Connection, row: BlobRow) -> Iterator[bytes]:
@@ -256,7 +276,7 @@ def iter_checked(conn: Connection, row: BlobRow) -> Iterator[bytes]:
     """
     h = Hasher()
     for chunk in _iter_raw(conn, row.digest.blake3):
-        h.update(chunk)
+        h.submit(chunk)  # hashed while the caller uses it and the next chunk is read
         yield chunk
     err = compare_digest(row, h.digest())
     if err is not None:
@@ -317,9 +337,12 @@ def _existing(
             )
         ]
     for sql, params in statements:
-        for r in driver_rows(conn, sql, params):
-            f = _Found(*r)
-            found[f.address] = (row_from(f), f.data)
+        for address, sha256, size, chunk_set, value in driver_rows(conn, sql, params):
+            if type(size) is int and (chunk_set is None or type(chunk_set) is int):
+                row = BlobRow(Digest(address, sha256, size), chunk_set)  # row_from's checks
+            else:
+                row = row_from(_Found(address, sha256, size, chunk_set, value))
+            found[address] = (row, value)
     return found
 
 

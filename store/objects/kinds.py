@@ -224,8 +224,16 @@ class JsonKind(KindHandler):
         maybe = b"blake3:" in canonical or b"sha256:" in canonical
         refs = _content_refs(doc) if maybe else []
         # The stored blobs among the blake3 refs: one query per 500, not one per ref.
+        # (A set of every earlier digest built per document made a run quadratic: 0.2 s per
+        # 1,000 documents, seconds per 10k, issue 29; a lookup in ``earlier`` is enough.)
         stored = txn.existing_blobs(
-            sorted({r.hex for r in refs if r.algorithm == "blake3"} - {h for _, h in earlier}),
+            sorted(
+                {
+                    r.hex
+                    for r in refs
+                    if r.algorithm == "blake3" and ("blake3", r.hex) not in earlier
+                }
+            ),
         )
         for ref in refs:
             hit = earlier.get((ref.algorithm, ref.hex))

@@ -28,6 +28,7 @@ from .views import (
     DocumentTooLarge,
     closure_check,
     edges_in,
+    is_stored,
     page_for,
     read_window,
     summary,
@@ -146,7 +147,7 @@ def _source_window(
 
 def _ref_url(store: Any, base: str, value: Any) -> str | None:
     """A link for a value that is a content ref of a stored object, else None."""
-    if is_ref(value) and not store.has([value]):
+    if is_ref(value) and is_stored(store, value):
         return object_url(base, value)
     return None
 

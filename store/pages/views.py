@@ -17,6 +17,7 @@ from markupsafe import Markup
 from .. import (
     CorruptionError,
     EvstoreError,
+    NotFound,
     edges_from,
     error,
     kind_counts,
@@ -35,6 +36,7 @@ __all__ = [
     "closure_check",
     "edges_in",
     "home_view",
+    "is_stored",
     "json_view",
     "kind_view",
     "page_for",
@@ -54,6 +56,21 @@ DOC_MAX = 4 << 20
 #: Objects of a closure listed on the artifact page's verify-now section.
 CLOSURE_SHOWN = 500
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-([0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
+
+
+def is_stored(store: Any, ref: str) -> bool:
+    """Whether a stored blob answers ``ref`` (any ref form), by its index row alone.
+
+    A page links a ref to its object's page when the store holds it; the bytes are not re-read
+    (that is the object page's "Verify now"), so a page of many refs costs one point lookup a
+    ref, not a re-hash of each blob. A damaged blob still gets its link: its page names the
+    damage. Raises what :meth:`Store.stat` raises other than ``NotFound`` (``store.*``).
+    """
+    try:
+        store.stat(ref)
+    except NotFound:
+        return False
+    return True
 
 
 def page_for(base: str, address: str, kinds: list[str]) -> str:
@@ -189,7 +206,7 @@ def search_hits(store: Any, base: str, q: str) -> list[dict[str, str]]:
     if re.fullmatch(r"[0-9a-f]{64}|[A-Za-z0-9_-]{43}", q):
         refs.append("sha256:" + q)
     for ref in refs:
-        if is_ref(ref) and not store.has([ref]):
+        if is_ref(ref) and is_stored(store, ref):
             info = summary(store, ref)
             url = page_for(base, info["address"], info["kinds"])
             hits.append({"url": url, "label": info["address"], "what": "stored object"})

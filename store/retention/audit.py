@@ -43,7 +43,7 @@ from ..objects import blobs as _blobs
 from ..objects.leases import ACTOR, check_root_name, db_now
 from ..objects.txn import Txn
 
-__all__ = ["AuditOptions", "AuditRun", "audit_history", "run_audit"]
+__all__ = ["AuditOptions", "AuditRun", "audit_history", "check_options", "run_audit"]
 
 #: Root entries (and objects) read ahead per statement.
 _PAGE = 500
@@ -406,6 +406,23 @@ def _scope(options: AuditOptions) -> dict[str, Any]:
     }
 
 
+def check_options(options: AuditOptions) -> _dt.datetime | None:
+    """The option rules of an audit, reading nothing: ``since`` as an aware datetime or None.
+
+    Raises:
+        InputError: ``root.name`` (a root name outside the grammar), ``input.invalid`` (a
+            ``sample`` outside (0, 1], a ``since`` that is no time or age).
+    """
+    for name in options.roots:
+        check_root_name(name)
+    sample = options.sample
+    if sample is not None and (
+        isinstance(sample, bool) or not isinstance(sample, (int, float)) or not 0 < sample <= 1
+    ):
+        raise error("input.invalid", f"sample must be a number in (0, 1], not {sample!r}")
+    return parse_since(options.since) if options.since is not None else None
+
+
 def run_audit(
     db: Transactions, options: AuditOptions, progress: Progress | None = None
 ) -> AuditRun:
@@ -421,14 +438,7 @@ def run_audit(
         InputError: ``root.name``, ``input.invalid`` (a bad ``sample`` or ``since``).
         NotFound: ``not-found.root`` for a named root that holds nothing.
     """
-    for name in options.roots:
-        check_root_name(name)
-    sample = options.sample
-    if sample is not None and (
-        isinstance(sample, bool) or not isinstance(sample, (int, float)) or not 0 < sample <= 1
-    ):
-        raise error("input.invalid", f"sample must be a number in (0, 1], not {sample!r}")
-    since = parse_since(options.since) if options.since is not None else None
+    since = check_options(options)
     run = AuditRun(scope=_scope(options))
     with db.read() as conn:
         now = db_now(conn)

@@ -38,7 +38,7 @@ from ..objects.leases import (
     rooting,
     sql_time,
 )
-from .audit import AuditOptions, AuditRun, audit_history, run_audit
+from .audit import AuditOptions, AuditRun, audit_history, check_options, run_audit
 from .gc import GcReport, collect, vacuum
 from .moves import BATCH as MOVE_BATCH
 from .moves import MoveReport, move_blobs
@@ -411,6 +411,25 @@ class RetentionOps:
         options = AuditOptions(tuple(roots), sample, seed, since, record)
         with rooting(DEFAULT_ROOT, actor):
             return run_audit(self._db, options, progress)
+
+    def check_audit_options(
+        self,
+        roots: Sequence[str] = (),
+        *,
+        sample: float | None = None,
+        since: _dt.datetime | str | None = None,
+    ) -> None:
+        """Raise what :meth:`audit` raises for these options before it reads anything.
+
+        The server calls it before its answer starts, so a bad option is a 400 problem
+        rather than a line of the stream (docs/http.md#audit).
+
+        Raises:
+            InputError: ``root.name``, ``input.invalid`` (``sample``, ``since``).
+        """
+        if isinstance(roots, str):
+            raise error("input.invalid", "roots is a list of root names, not one string")
+        check_options(AuditOptions(tuple(roots), sample, 0, since))
 
     def audits(self, limit: int = 50) -> list[dict[str, Any]]:
         """The latest audit runs, newest first (:func:`~evstore.retention.audit.audit_history`)."""

@@ -1,7 +1,10 @@
 """Administration over HTTP (issue 28): settings, and a checkpoint signed on request.
 
 ``GET P/v1/config[/{name}]`` reads settings (read scope), ``PUT P/v1/config/{name}``
-``{"value": V}`` sets one (admin), with the answers of ``evstore config --json``.
+``{"value": V}`` sets one (admin), with the answers of ``evstore config --json``; a setting
+that names a place on the server's machine or where its bytes go (``log.key_file``, a key
+file; ``blobs.backend``, a directory or bucket) is refused (403 ``config.server-only``): it
+is set beside the database (``blobs.backend`` changes through ``evstore blobs move``).
 ``POST P/v1/log/checkpoint`` (admin) signs a checkpoint of the log now with the key the
 server was started with (``evstore serve --log-key``), as ``evstore log checkpoint`` does
 beside the database; a server started without one answers 409 ``log.server-no-key``. The
@@ -18,11 +21,16 @@ from starlette.concurrency import run_in_threadpool
 from .. import error
 from .app import Served
 from .auth import admin, reader
-from .wire import OBJECT_RESPONSES, json_body, known_members
+from .wire import OBJECT_RESPONSES, json_body, known_members, request_body
 
 __all__ = ["router"]
 
 router = APIRouter()
+
+#: Settings that name a place on the server's machine: set beside the database only (an
+#: admin token would otherwise choose which file of the server's disk is read as a key, or
+#: which directory of it new blob bytes are written to).
+_SERVER_ONLY = frozenset({"log.key_file", "blobs.backend"})
 
 
 @router.get(
@@ -49,21 +57,14 @@ async def setting(name: str, one: Served = Depends(reader)) -> dict[str, Any]:  
     "/v1/config/{name}",
     summary="Set a setting (evstore config NAME VALUE --json)",
     responses=OBJECT_RESPONSES,
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {
-                    "schema": {
-                        "type": "object",
-                        "required": ["value"],
-                        "properties": {"value": {}},
-                        "additionalProperties": False,
-                    }
-                }
-            },
+    openapi_extra=request_body(
+        {
+            "type": "object",
+            "required": ["value"],
+            "properties": {"value": {}},
+            "additionalProperties": False,
         }
-    },
+    ),
 )
 async def set_setting(
     name: str,
@@ -73,6 +74,13 @@ async def set_setting(
     """``{"value": V}`` -> ``{NAME: stored value}``: a string is parsed as the CLI parses
     ``VALUE``, any other JSON value must have the setting's type (``config.value``).
     """  # noqa: D205
+    if name in _SERVER_ONLY:
+        raise error(
+            "config.server-only",
+            f"{name} names a place on the server's machine: set it beside the database "
+            f"(evstore --store DATABASE-URL config {name} PATH), not over HTTP",
+            setting=name,
+        )
     body = known_members(await json_body(request), {"value"})
     if "value" not in body:
         raise error("http.request", 'the body is {"value": V}', "/value")

@@ -16,8 +16,8 @@ import contextlib
 import importlib
 import logging
 import re
-from collections.abc import AsyncIterator, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, get_origin
 
@@ -29,7 +29,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.routing import Mount
 
-from .. import CorruptionError, EvstoreError, Store, error
+from .. import CorruptionError, Cosigner, EvstoreError, Store, error, read_cosigner_key
 from .. import open as open_store
 from .headers import SecurityHeaders
 from .limits import (
@@ -73,6 +73,7 @@ ROUTER_MODULES: tuple[str, ...] = (
     "check_routes",  # check run by the server, streamed (issue 28)
     "audit_routes",  # audit run by the server, streamed; recorded runs (issue 28)
     "tile_routes",  # the log as C2SP tlog-tiles: P/checkpoint, P/tile/... (issue 26)
+    "witness_routes",  # the store as a C2SP tlog-witness: POST P/add-checkpoint (issue 26)
     "ui",  # HTML pages under P/ui (issue 15, evstore.pages)
     "registry",  # the OCI distribution API under /v2 (issue 27, docs/registry.md)
 )
@@ -92,6 +93,11 @@ class Served:
     limits: Limits
     #: The private key file of ``--log-key`` (``POST P/v1/log/checkpoint`` signs with it).
     log_key: str | None = None
+    #: The witness key of ``--witness-key`` (``POST P/add-checkpoint`` cosigns with it).
+    witness: Cosigner | None = None
+
+    #: Called when the app shuts down, before the store is closed (the OCI upload spool).
+    closers: list[Callable[[], None]] = field(default_factory=list)
 
     @property
     def backend(self) -> str:
@@ -274,6 +280,15 @@ def install_handlers(app: Starlette) -> None:
     app.add_exception_handler(Exception, on_any)
 
 
+def _witness_key(path: str) -> Cosigner:
+    try:
+        return read_cosigner_key(path)
+    except OSError as exc:
+        raise error(
+            "log.key-file", f"cannot read the witness key file {path}: {exc.strerror or exc}"
+        ) from None
+
+
 def create_app(
     stores: Mapping[str | None, str],
     *,
@@ -281,6 +296,7 @@ def create_app(
     limits: Limits | None = None,
     log_key: str | None = None,
     checkpoint_every: float = DEFAULT_EVERY_S,
+    witness_key: str | None = None,
 ) -> Any:
     """The ASGI app serving ``stores`` (docs/http.md).
 
@@ -293,7 +309,11 @@ def create_app(
         log_key: an Ed25519 private key file (``evstore log init-key``): while the app is up,
             a checkpoint of each store's log is signed every ``checkpoint_every`` seconds
             (evstore.server.signer). None: the server signs nothing.
-        checkpoint_every: seconds between two signing rounds (> 0).
+        checkpoint_every: seconds between two signing rounds (> 0); each signing round
+            also asks the ``log.witness_policy`` witnesses to cosign (docs/log.md#witnesses).
+        witness_key: a witness key file (``evstore witness init-key``): each store answers
+            ``POST P/add-checkpoint`` for the logs of its ``witness.logs`` setting. None:
+            that route answers 404 ``witness.disabled``.
 
     Returns:
         An ASGI application (Starlette), wrapped in the limits guard.
@@ -301,7 +321,9 @@ def create_app(
     Raises:
         InputError: ``input.invalid`` (no store, a bad name, unnamed mixed with named);
             ``log.key-file``, ``checkpoint.key`` (``log_key`` cannot be read or is
-            malformed: checked once the stores are open, before anything is served).
+            malformed: checked once the stores are open, before anything is served);
+            ``witness.key`` (``witness_key`` malformed or not 0600), ``log.key-file`` (it
+            cannot be read).
         StoreStateError: a store cannot be opened (``store.missing``, ...); every store
             opened before it is closed again.
     """
@@ -310,9 +332,10 @@ def create_app(
         raise error("input.invalid", f"checkpoint_every {checkpoint_every!r} is not > 0 seconds")
     limits = limits or Limits()
     opened: list[Served] = []
+    cosigner = None if witness_key is None else _witness_key(witness_key)
     try:
         for name, url in stores.items():
-            opened.append(Served(name, open_store(url), public_read, limits, log_key))
+            opened.append(Served(name, open_store(url), public_read, limits, log_key, cosigner))
         if log_key is not None:  # a key the server could never sign with fails now
             opened[0].store.log.check_key(log_key)
     except BaseException:
@@ -329,6 +352,8 @@ def create_app(
                 yield
         finally:
             for one in opened:
+                for close in one.closers:
+                    close()
                 one.store.close()
 
     root: Starlette
@@ -340,4 +365,8 @@ def create_app(
         root = Starlette(routes=routes, lifespan=lifespan)
         install_handlers(root)
     root.add_middleware(SecurityHeaders)
-    return Guard(root, limits)
+    if opened[0].name is None:
+        return Guard(root, limits)
+    from .registry_named import NamedRegistry  # /v2/STORE/NAME: docs/registry.md#named-stores
+
+    return Guard(NamedRegistry(root, opened), limits)

@@ -28,7 +28,7 @@ from starlette.responses import FileResponse
 from .. import ArchiveLimits, EvstoreError, error, export_archive, import_archive
 from .app import Served
 from .auth import ingester, reader
-from .wire import OBJECT_RESPONSES
+from .wire import BINARY, OBJECT_RESPONSES, request_body
 from .writes import rooted
 
 __all__ = ["router"]
@@ -85,12 +85,7 @@ async def export(
     "/v1/archives",
     summary="Verify an archive tar completely, then import all of it (evstore archive import)",
     responses=OBJECT_RESPONSES,
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {_TAR: {"schema": {"type": "string", "format": "binary"}}},
-        }
-    },
+    openapi_extra=request_body(BINARY, _TAR),
 )
 async def import_(
     request: Request,

@@ -5,39 +5,43 @@ optional) runs ``store.retention.audit`` on the server, recorded like a local ru
 audits``) with the token's id as the actor, and answers ``application/x-ndjson``:
 ``{"progress": [done, total]}`` lines (at most about twice a second), then ``{"end": RUN}``
 (the JSON of ``evstore audit --json``), or ``{"error": ERROR}`` when the run fails midway. A bad
-option is checked by the audit before its first object: it arrives as an ``error`` line. When
-the client goes away the run stops at its next object and nothing of it is recorded.
+option (``root.name``, ``input.invalid``: a bad ``sample`` or ``since``) is a 400 problem before
+the stream starts; a named root that holds nothing (``not-found.root``) is found by the run, an
+``error`` line. When the client goes away the run stops at its next root entry and nothing of
+it is recorded (store/server/streaming.py).
 ``GET P/v1/audits[?limit=N]`` (read) lists the recorded runs, as ``evstore audits --json``.
 """
 
 from __future__ import annotations
 
-import json
-import queue
-import threading
-import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
 
-from .. import EvstoreError, error
+from .. import error
 from .app import Served
 from .auth import actor, admin, reader
-from .wire import OBJECT_RESPONSES, json_body, known_members
+from .streaming import NdjsonRun
+from .wire import NDJSON_RESPONSE, OBJECT_RESPONSES, json_body, known_members, request_body
 
 __all__ = ["router"]
 
 router = APIRouter()
 
 _OPTIONS = {"roots", "sample", "seed", "since", "record"}
-_END = object()
-
-
-class _Stopped(Exception):
-    """The client went away: the run stops."""
+_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "roots": {"type": "array", "items": {"type": "string"}},
+        "sample": {"type": "number"},
+        "seed": {"type": "integer"},
+        "since": {"type": "string"},
+        "record": {"type": "boolean"},
+    },
+}
 
 
 def _options(body: Any) -> dict[str, Any]:
@@ -67,53 +71,23 @@ async def audits(
 @router.post(
     "/v1/audit",
     summary="Audit the retained artifacts on the server, streamed as NDJSON (evstore audit)",
-    responses={**OBJECT_RESPONSES, 200: {"content": {"application/x-ndjson": {}}}},
+    responses={**OBJECT_RESPONSES, **NDJSON_RESPONSE},
+    openapi_extra=request_body(_SCHEMA, required=False),
 )
 async def audit(request: Request, one: Served = Depends(admin)) -> StreamingResponse:  # noqa: B008
     """The run as NDJSON lines (module docstring)."""
     raw = await request.body()
     opts = _options(await json_body(request) if raw else {})
+    roots = opts.pop("roots")
+    # the audit's own option rules, before the answer starts (a 400 problem)
+    one.store.retention.check_audit_options(
+        roots, sample=opts.get("sample"), since=opts.get("since")
+    )
     who = actor(request)
-    stop = threading.Event()
-    events: queue.Queue[Any] = queue.Queue(maxsize=1000)
-    last = [0.0]
-
-    def progress(done: int, total: int) -> None:
-        if stop.is_set():
-            raise _Stopped
-        now = time.monotonic()
-        if now - last[0] >= 0.5 or done == total:
-            last[0] = now
-            events.put({"progress": [done, total]})
+    stream = NdjsonRun("evstore-remote-audit")
 
     def work() -> None:
-        try:
-            roots = opts.pop("roots")
-            run = one.store.retention.audit(roots, actor=who, progress=progress, **opts)
-            events.put({"end": run.to_dict()})
-        except _Stopped:
-            pass
-        except EvstoreError as err:
-            events.put({"error": err.to_dict()})
-        finally:
-            events.put(_END)
+        run = one.store.retention.audit(roots, actor=who, progress=stream.progress, **opts)
+        stream.emit({"end": run.to_dict()})
 
-    thread = threading.Thread(target=work, name="evstore-remote-audit", daemon=True)
-
-    async def lines() -> AsyncIterator[bytes]:
-        thread.start()
-        try:
-            while True:
-                item = await run_in_threadpool(events.get)
-                if item is _END:
-                    return
-                yield json.dumps(item, sort_keys=True).encode("utf-8") + b"\n"
-        finally:
-            stop.set()
-            while thread.is_alive():
-                try:
-                    events.get_nowait()
-                except queue.Empty:
-                    await run_in_threadpool(thread.join, 0.1)
-
-    return StreamingResponse(lines(), media_type="application/x-ndjson")
+    return stream.response(work)

@@ -34,7 +34,7 @@ from starlette.concurrency import run_in_threadpool
 from .. import error
 from .app import Served
 from .auth import ingester
-from .wire import OBJECT_RESPONSES
+from .wire import BINARY, OBJECT_RESPONSES, request_body
 from .writes import rooted
 
 __all__ = ["MAX_PARTS", "MEDIA_TYPE", "router"]
@@ -153,12 +153,7 @@ async def _receive(request: Request, spool: _Spool) -> None:
     "/v1/objects/batch",
     summary="Store many objects in one transaction (evstore put of many files)",
     responses=OBJECT_RESPONSES,
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}},
-        }
-    },
+    openapi_extra=request_body(BINARY, MEDIA_TYPE),
 )
 async def put_batch(
     request: Request,

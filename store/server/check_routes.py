@@ -8,41 +8,40 @@ pointer, details), then ``{"end": {"checked", "recorded", "not_recorded",
 "recorded_warnings", "audit_warnings"}}``, or ``{"error": ERROR}`` when the run itself fails
 midway. A bad option is a 400 problem before the stream starts. When the client goes away the
 server's run stops at its next object (objects verified so far stay recorded, as a local
-check interrupted by Ctrl-C).
+check interrupted by Ctrl-C). The streaming itself is store/server/streaming.py.
 """
 
 from __future__ import annotations
 
-import json
-import queue
-import threading
-import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
 
-from .. import EvstoreError, error
+from .. import error
 from .app import Served
 from .auth import admin
-from .wire import OBJECT_RESPONSES, json_body, known_members
+from .streaming import NdjsonRun
+from .wire import NDJSON_RESPONSE, OBJECT_RESPONSES, json_body, known_members, request_body
 
 __all__ = ["router"]
 
 router = APIRouter()
 
 _OPTIONS = {"sample", "seed", "kinds", "since", "jobs", "record"}
-_END = object()
-
-
-class _Stopped(Exception):
-    """The client went away: the run stops."""
-
-
-def _line(obj: Any) -> bytes:
-    return json.dumps(obj, sort_keys=True).encode("utf-8") + b"\n"
+_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "sample": {"type": "number"},
+        "seed": {"type": "integer"},
+        "kinds": {"type": "array", "items": {"type": "string"}},
+        "since": {"type": "string"},
+        "jobs": {"type": "integer"},
+        "record": {"type": "boolean"},
+    },
+}
 
 
 def _options(body: Any) -> dict[str, Any]:
@@ -63,72 +62,36 @@ def _options(body: Any) -> dict[str, Any]:
 @router.post(
     "/v1/check",
     summary="Re-verify the store on the server, faults streamed as NDJSON (evstore check)",
-    responses={**OBJECT_RESPONSES, 200: {"content": {"application/x-ndjson": {}}}},
+    responses={**OBJECT_RESPONSES, **NDJSON_RESPONSE},
+    openapi_extra=request_body(_SCHEMA, required=False),
 )
 async def check(request: Request, one: Served = Depends(admin)) -> StreamingResponse:  # noqa: B008
     """The run as NDJSON lines (module docstring)."""
     raw = await request.body()
     opts = _options(await json_body(request) if raw else {})
-    stop = threading.Event()
-    events: queue.Queue[Any] = queue.Queue(maxsize=1000)
-    last = [0.0]
-
-    def progress(done: int, total: int) -> None:
-        if stop.is_set():
-            raise _Stopped
-        now = time.monotonic()
-        if now - last[0] >= 0.5 or done == total:
-            last[0] = now
-            events.put({"progress": [done, total]})
-
+    stream = NdjsonRun("evstore-remote-check")
     audit: list[dict[str, str]] = []
     # options are checked here, before the answer starts (a 400 problem)
     run = await run_in_threadpool(
-        lambda: one.store.check(progress=progress, warnings=audit, **opts)
+        lambda: one.store.check(progress=stream.progress, warnings=audit, **opts)
     )
 
     def work() -> None:
         try:
             for fault in run:
-                if stop.is_set():
-                    break
-                events.put({"fault": fault.to_dict()})
-            if not stop.is_set():
-                events.put(
-                    {
-                        "end": {
-                            "checked": run.checked,
-                            "recorded": run.recorded,
-                            "not_recorded": run.not_recorded,
-                            "recorded_warnings": one.store.recorded_warnings(),
-                            "audit_warnings": audit,
-                        }
+                stream.emit({"fault": fault.to_dict()})
+            stream.emit(
+                {
+                    "end": {
+                        "checked": run.checked,
+                        "recorded": run.recorded,
+                        "not_recorded": run.not_recorded,
+                        "recorded_warnings": one.store.recorded_warnings(),
+                        "audit_warnings": audit,
                     }
-                )
-        except _Stopped:
-            pass
-        except EvstoreError as err:
-            events.put({"error": err.to_dict()})
+                }
+            )
         finally:
             run.close()
-            events.put(_END)
 
-    thread = threading.Thread(target=work, name="evstore-remote-check", daemon=True)
-
-    async def lines() -> AsyncIterator[bytes]:
-        thread.start()
-        try:
-            while True:
-                item = await run_in_threadpool(events.get)
-                if item is _END:
-                    return
-                yield _line(item)
-        finally:
-            stop.set()
-            while thread.is_alive():  # let the run see the flag; drain what it still puts
-                try:
-                    events.get_nowait()
-                except queue.Empty:
-                    await run_in_threadpool(thread.join, 0.1)
-
-    return StreamingResponse(lines(), media_type="application/x-ndjson")
+    return stream.response(work)

@@ -86,6 +86,9 @@ class Limits:
         read_threads: point reads run at once (a token's lookup, a GET of an object's
             head and inline bytes: one statement each, their own pool); more wait. Few
             threads pass the GIL around less (issue 29). Default 4.
+        upload_expiry: seconds an OCI blob upload (docs/registry.md#push) may go unused,
+            unfinished or finished and not yet named by a manifest, before its spooled file
+            is removed. Default 3600.
     """
 
     object_bytes: int = 1 << 30
@@ -105,6 +108,7 @@ class Limits:
     validate_threads: int = 4
     write_threads: int = 8
     read_threads: int = 4
+    upload_expiry: float = 3600.0
 
     def body_limit(self, method: str, path: str) -> int:
         """The body limit of a request to ``path`` (the path after the store prefix too)."""

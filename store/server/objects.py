@@ -31,7 +31,7 @@ from .auth import Gate, actor, ingester, read_gate, reader, writes_leases
 from .limits import TransferAborted
 from .pools import in_pool
 from .problems import problem
-from .wire import OBJECT_RESPONSES, json_body, known_members, refs_list
+from .wire import OBJECT_RESPONSES, json_body, known_members, refs_list, request_body
 from .writes import rooted
 
 __all__ = ["IMMUTABLE", "SMALL_MAX", "STORED_BYTES", "object_response", "parse_range", "router"]
@@ -312,12 +312,7 @@ _PUT_DOC = {
         200: {"description": "Already stored: new: false."},
         **OBJECT_RESPONSES,
     },
-    "openapi_extra": {
-        "requestBody": {
-            "required": True,
-            "content": {"application/octet-stream": {"schema": {"type": "string"}}},
-        }
-    },
+    "openapi_extra": request_body({"type": "string"}, "application/octet-stream"),
 }
 
 
@@ -373,20 +368,13 @@ router.add_api_route(
     "/v1/missing",
     summary="Which of these refs name no stored object (batch existence check)",
     responses=OBJECT_RESPONSES,
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {
-                    "schema": {
-                        "type": "object",
-                        "required": ["refs"],
-                        "properties": {"refs": {"type": "array", "items": {"type": "string"}}},
-                    }
-                }
-            },
+    openapi_extra=request_body(
+        {
+            "type": "object",
+            "required": ["refs"],
+            "properties": {"refs": {"type": "array", "items": {"type": "string"}}},
         }
-    },
+    ),
 )
 async def missing(request: Request, one: Served = Depends(reader)) -> dict[str, Any]:  # noqa: B008
     """``{"refs": [...]}`` -> ``{"missing": [...]}``: refs as given, verified as ``has``.

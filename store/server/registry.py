@@ -35,6 +35,7 @@ import os
 import re
 import shutil
 import tempfile
+import time
 import uuid
 import weakref
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ from .. import (
 from .app import Served, served
 from .auth import SCOPES, actor
 from .objects import IMMUTABLE, object_response
+from .registry_named import ANY_KEY, PREFIX_KEY
 
 __all__ = ["API_VERSION", "oci_error", "router"]
 
@@ -159,8 +161,30 @@ def _credential(request: Request) -> str | None:
     raise error("http.unauthorized", "use bearer or basic authentication")
 
 
+def _repo_path(request: Request, name: str) -> str:
+    """The path of the repository ``name`` as its client names it: ``/v2/NAME``,
+    ``/STORE/v2/NAME`` under a named store, ``/v2/STORE/NAME`` through the root's ``/v2/``.
+    """  # noqa: D205
+    prefix = request.scope.get(PREFIX_KEY)
+    if prefix is not None:
+        return f"/v2/{prefix}{name}"
+    return f"{request.scope.get('root_path', '')}/v2/{name}"
+
+
+def _token_scope(request: Request, one: Served, token: str) -> str | None:
+    """The scope of ``token`` in the store (in any served store at the root's ``/v2/``)."""
+    for other in request.scope.get(ANY_KEY) or [one]:
+        scope = token_scope(other.store, token)
+        if scope is not None:
+            return scope
+    return None
+
+
 def _challenge(request: Request, name: str | None, actions: str) -> dict[str, str]:
     realm = str(request.base_url).rstrip("/") + "/v2/token"
+    if PREFIX_KEY in request.scope or ANY_KEY in request.scope:
+        realm = f"{request.url.scheme}://{request.url.netloc}/v2/token"
+        name = None if name is None else request.scope.get(PREFIX_KEY, "") + name
     safe = name is not None and _SAFE_NAME.fullmatch(name) is not None
     scope = f',scope="repository:{name}:{actions}"' if safe else ""
     return {"WWW-Authenticate": f'Bearer realm="{realm}",service="{SERVICE}"{scope}'}
@@ -181,7 +205,7 @@ def _authorize(request: Request, one: Served, need: str, name: str | None) -> No
         token = _credential(request)
     except EvstoreError as err:
         raise _Denied(err, _challenge(request, name, actions)) from None
-    scope = token_scope(one.store, token) if token else None
+    scope = _token_scope(request, one, token) if token else None
     request.state.actor, request.state.scope = "public", None
     if scope is not None and token is not None:
         request.state.actor, request.state.scope = token[5:17], scope
@@ -258,9 +282,10 @@ def _tags_response(request: Request, repo: OciRepository) -> Response:
     tags, more = repo.tags_page(n, last)
     headers = _base_headers()
     if more and tags:
-        link = f"/v2/{repo.name}/tags/list?n={n}&last={quote(tags[-1], safe='')}"
+        link = f"{_repo_path(request, repo.name)}/tags/list?n={n}&last={quote(tags[-1], safe='')}"
         headers["Link"] = f'<{link}>; rel="next"'
-    return JSONResponse({"name": repo.name, "tags": tags}, headers=headers)
+    name = request.scope.get(PREFIX_KEY, "") + repo.name
+    return JSONResponse({"name": name, "tags": tags}, headers=headers)
 
 
 def _token_response(request: Request, one: Served) -> Response:
@@ -273,7 +298,7 @@ def _token_response(request: Request, one: Served) -> Response:
                 {"WWW-Authenticate": 'Basic realm="evstore"'},
             )
         token = ANONYMOUS
-    elif token_scope(one.store, token) is None:
+    elif _token_scope(request, one, token) is None:
         raise _Denied(
             error("http.unauthorized", "the token is unknown or revoked"),
             {"WWW-Authenticate": 'Basic realm="evstore"'},
@@ -287,7 +312,12 @@ def _pull(request: Request, one: Served, rest: str) -> Response:
     head = request.method == "HEAD"
     if rest == "":
         _authorize(request, one, "read", None)
-        return JSONResponse({}, headers=_base_headers())
+        headers = _base_headers()
+        if one.public_read and "authorization" not in request.headers:
+            # 200 to anyone, and the challenge too: a client (skopeo) learns from the version
+            # check alone how to authenticate, and would push without credentials otherwise
+            headers.update(_challenge(request, None, "pull"))
+        return JSONResponse({}, headers=headers)
     if rest == "token":
         return _token_response(request, one)
     tags = _TAGS.fullmatch(rest)
@@ -315,6 +345,9 @@ def _pull(request: Request, one: Served, rest: str) -> Response:
 
 async def _answer(request: Request, rest: str) -> Response:
     one = served(request)
+    spool = getattr(request.app.state, "oci_spool", None)
+    if spool is not None:  # uploads left unused past the expiry are dropped
+        spool.sweep()
     try:
         uploads = _UPLOADS.fullmatch(rest)
         if uploads is not None:
@@ -327,7 +360,9 @@ async def _answer(request: Request, rest: str) -> Response:
                 mapped = err.code in _OCI_CODES or err.code.startswith(("http.", "registry."))
                 if mapped or http_status(err) >= 500:
                     raise
-                return oci_error(err, "MANIFEST_INVALID")  # a fault of the closure
+                # a fault of the closure (a kind's rule: 422, a binding: 409 elsewhere):
+                # OCI clients expect 400 MANIFEST_INVALID (docs/registry.md#errors)
+                return oci_error(err, "MANIFEST_INVALID", 400)
         if request.method in ("GET", "HEAD"):
             return await run_in_threadpool(_pull, request, one, rest)
         raise error("http.method", f"/v2/{rest} does not take {request.method}")
@@ -342,29 +377,68 @@ async def _answer(request: Request, rest: str) -> Response:
 
 @dataclass
 class _Upload:
-    """One blob upload session: its spool file, bytes so far and running SHA-256."""
+    """One blob upload session: its spool file, bytes so far and running SHA-256.
+
+    ``touched`` is the monotonic time of its last request (seconds); ``busy`` counts the
+    requests appending to it now (a busy session never expires).
+    """
 
     name: str
     path: str
     size: int = 0
     sha: Any = field(default_factory=hashlib.sha256)
+    touched: float = field(default_factory=time.monotonic)
+    busy: int = 0
 
 
 class _Spool:
     """The blob uploads of one served store: sessions, and finished blobs by SHA-256 hex.
 
-    Files live in a temporary directory of this process (removed when it ends); a finished
-    blob stays until a manifest names it (it is then copied into the import) or the server
-    stops. Nothing here is in the store: a refused manifest leaves no object behind.
+    Files live in a temporary directory of this process. A session or a finished blob not
+    used for ``expiry`` seconds (the server's ``upload_expiry``) is dropped, its file removed,
+    at the next ``/v2/`` request (:meth:`sweep`); a finished blob is dropped too once a
+    manifest naming it is accepted (it is in the store then), and the whole directory when
+    the server stops (:meth:`close`, from the app's shutdown). Nothing here is in the store:
+    a refused manifest leaves no object behind.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, expiry: float) -> None:
+        self.expiry = expiry
         self._dir = tempfile.mkdtemp(prefix="evstore-oci-uploads-")
-        # removed when this spool is collected or the process exits (no warning: the
-        # spool lives as long as its app, and an app is dropped without a close call)
-        weakref.finalize(self, shutil.rmtree, self._dir, True)
+        # also removed when this spool is collected or the process exits without a shutdown
+        self._finalizer = weakref.finalize(self, shutil.rmtree, self._dir, True)
         self.sessions: dict[str, _Upload] = {}
-        self.done: dict[str, str] = {}
+        self.done: dict[str, tuple[str, float]] = {}
+        self._next_sweep = 0.0
+
+    @property
+    def directory(self) -> str:
+        """The spool's directory (its files: sessions and finished blobs)."""
+        return self._dir
+
+    def close(self) -> None:
+        """Drop every session and finished blob and remove the directory (server stop)."""
+        self.sessions.clear()
+        self.done.clear()
+        self._finalizer()
+
+    def sweep(self) -> None:
+        """Drop the sessions and finished blobs untouched for ``expiry`` seconds.
+
+        Looks at most every ``min(expiry / 2, 60)`` seconds: a push of many blobs does not
+        walk every session on each request.
+        """
+        now = time.monotonic()
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + min(self.expiry / 2, 60.0)
+        edge = now - self.expiry
+        for upload_id, session in list(self.sessions.items()):
+            if session.busy == 0 and session.touched < edge:
+                self.drop(upload_id)
+        for sha, (_path, touched) in list(self.done.items()):
+            if touched < edge:
+                self.forget(sha)
 
     def start(self, name: str) -> tuple[str, _Upload]:
         upload_id = uuid.uuid4().hex
@@ -381,12 +455,19 @@ class _Spool:
                 f"no upload {upload_id!r} in the repository {name!r}",
                 upload=upload_id,
             )
+        session.touched = time.monotonic()
         return session
 
     def drop(self, upload_id: str) -> None:
         session = self.sessions.pop(upload_id, None)
         if session is not None and os.path.exists(session.path):
             os.unlink(session.path)
+
+    def forget(self, sha256_hex: str) -> None:
+        """Drop a finished blob (stored by an accepted manifest, or expired)."""
+        entry = self.done.pop(sha256_hex, None)
+        if entry is not None and os.path.exists(entry[0]):
+            os.unlink(entry[0])
 
     def finish(self, upload_id: str, digest: str) -> None:
         """Close the upload: its bytes must hash to ``digest`` (else dropped, raised)."""
@@ -403,31 +484,48 @@ class _Spool:
         target = os.path.join(self._dir, "sha256-" + got)
         os.replace(session.path, target)
         self.sessions.pop(upload_id)
-        self.done[got] = target
+        self.done[got] = (target, time.monotonic())
 
     def spooled(self, sha256_hex: str) -> str | None:
         """The file of a finished upload by SHA-256 hex, or None."""
-        return self.done.get(sha256_hex)
+        entry = self.done.get(sha256_hex)
+        return None if entry is None else entry[0]
 
 
 def _spool(request: Request) -> _Spool:
+    """The spool of the request's store, made on first use and closed when the app stops."""
     spool = getattr(request.app.state, "oci_spool", None)
     if spool is None:
-        spool = request.app.state.oci_spool = _Spool()
+        one = served(request)
+        spool = request.app.state.oci_spool = _Spool(one.limits.upload_expiry)
+        one.closers.append(spool.close)
     return spool
 
 
-def _upload_headers(name: str, upload_id: str, size: int) -> dict[str, str]:
+def _upload_headers(request: Request, name: str, upload_id: str, size: int) -> dict[str, str]:
     return {
         **_base_headers(),
-        "Location": f"/v2/{name}/blobs/uploads/{upload_id}",
+        "Location": f"{_repo_path(request, name)}/blobs/uploads/{upload_id}",
         "Docker-Upload-UUID": upload_id,
         "Range": f"0-{max(size - 1, 0)}",
     }
 
 
 def _digest_param(request: Request) -> str | None:
-    digest = request.query_params.get("digest")
+    """The ``digest`` query parameter of an upload, or None.
+
+    Raises:
+        InputError: ``ref.syntax`` (the OCI ``DIGEST_INVALID``): not ``sha256:<64 hex>``, or
+            given more than once (which one the client meant cannot be told).
+    """
+    given = request.query_params.getlist("digest")
+    if len(given) > 1:
+        raise error(
+            "ref.syntax",
+            f"the digest parameter is given {len(given)} times; give it once",
+            digest=given,
+        )
+    digest = given[0] if given else None
     if digest is not None and not (digest.startswith("sha256:") and _HEX64.fullmatch(digest[7:])):
         raise error("ref.syntax", f"{digest!r} is no sha256:<64 hex> digest", digest=digest)
     return digest
@@ -449,24 +547,29 @@ async def _append(request: Request, one: Served, upload_id: str, session: _Uploa
                 f"the chunk starts at {first}, the upload holds {session.size} bytes",
                 size=session.size,
             )
-    with open(session.path, "ab") as fh:
-        async for chunk in request.stream():
-            session.size += len(chunk)
-            if session.size > limit:
-                _spool(request).drop(upload_id)
-                raise error(
-                    "http.too-large",
-                    f"the blob is over the limit of {limit} bytes",
-                    limit=limit,
-                )
-            session.sha.update(chunk)
-            await run_in_threadpool(fh.write, chunk)
+    session.busy += 1
+    try:
+        with open(session.path, "ab") as fh:
+            async for chunk in request.stream():
+                session.size += len(chunk)
+                if session.size > limit:
+                    _spool(request).drop(upload_id)
+                    raise error(
+                        "http.too-large",
+                        f"the blob is over the limit of {limit} bytes",
+                        limit=limit,
+                    )
+                session.sha.update(chunk)
+                await run_in_threadpool(fh.write, chunk)
+    finally:
+        session.busy -= 1
+        session.touched = time.monotonic()
 
 
-def _created(name: str, digest: str) -> Response:
+def _created(request: Request, name: str, digest: str) -> Response:
     headers = {
         **_base_headers(),
-        "Location": f"/v2/{name}/blobs/{digest}",
+        "Location": f"{_repo_path(request, name)}/blobs/{digest}",
         "Docker-Content-Digest": digest,
     }
     return Response(b"", 201, headers=headers)
@@ -484,31 +587,38 @@ async def _upload(request: Request, one: Served, name: str, upload_id: str) -> R
             who = actor(request)
             gone = await run_in_threadpool(lambda: one.store.retention.missing([mount], actor=who))
             if not gone:  # stored already: its lease is extended, nothing to upload
-                return _created(name, mount)
+                return _created(request, name, mount)
         digest = _digest_param(request)
         new_id, session = spool.start(name)
         if digest is not None:  # a monolithic upload: the body is the blob
             await _append(request, one, new_id, session)
             spool.finish(new_id, digest)
-            return _created(name, digest)
-        return Response(b"", 202, headers=_upload_headers(name, new_id, 0))
+            return _created(request, name, digest)
+        return Response(b"", 202, headers=_upload_headers(request, name, new_id, 0))
     session = spool.get(name, upload_id)
     if method == "PATCH":
         await _append(request, one, upload_id, session)
-        return Response(b"", 202, headers=_upload_headers(name, upload_id, session.size))
+        return Response(b"", 202, headers=_upload_headers(request, name, upload_id, session.size))
     if method == "PUT":
         digest = _digest_param(request)
         if digest is None:
             raise error("registry.upload-invalid", "close an upload with ?digest=sha256:<hex>")
         await _append(request, one, upload_id, session)
         spool.finish(upload_id, digest)
-        return _created(name, digest)
+        return _created(request, name, digest)
     if method == "GET":
-        return Response(b"", 204, headers=_upload_headers(name, upload_id, session.size))
+        return Response(b"", 204, headers=_upload_headers(request, name, upload_id, session.size))
     if method == "DELETE":
         spool.drop(upload_id)
         return Response(b"", 204, headers=_base_headers())
     raise error("http.method", f"an upload does not take {method}")
+
+
+def _named_blobs(data: bytes) -> list[str]:
+    """The SHA-256 hex of every blob an accepted manifest names (config and layers)."""
+    doc = json.loads(data)
+    descriptors = [doc.get("config") or {}, *(doc.get("layers") or [])]
+    return [str(d.get("digest", ""))[7:] for d in descriptors if isinstance(d, dict)]
 
 
 async def _push_manifest(request: Request, one: Served, name: str, reference: str) -> Response:
@@ -521,9 +631,13 @@ async def _push_manifest(request: Request, one: Served, name: str, reference: st
     out = await run_in_threadpool(
         lambda: push_oci_manifest(one.store, name, reference, data, spool.spooled, actor=who)
     )
+    # stored now (or, the manifest itself uploaded as a blob, served from the store): their
+    # spooled copies are not needed any more
+    for sha in [*_named_blobs(data), out["digest"][7:], hashlib.sha256(data).hexdigest()]:
+        spool.forget(sha)
     headers = {
         **_base_headers(),
-        "Location": f"/v2/{name}/manifests/{out['digest']}",
+        "Location": f"{_repo_path(request, name)}/manifests/{out['digest']}",
         "Docker-Content-Digest": out["digest"],
     }
     return Response(b"", 201, headers=headers)

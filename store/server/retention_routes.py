@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from .. import EvstoreError, error
 from .app import Served
 from .auth import actor, admin, ingester, reader
-from .wire import OBJECT_RESPONSES, json_body, known_members, refs_list
+from .wire import OBJECT_RESPONSES, json_body, known_members, refs_list, request_body
 
 __all__ = ["router"]
 
@@ -26,12 +26,7 @@ _REFS = {"type": "array", "items": {"type": "string"}}
 
 
 def _body(schema: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "requestBody": {
-            "required": True,
-            "content": {"application/json": {"schema": {"type": "object", **schema}}},
-        }
-    }
+    return request_body({"type": "object", **schema})
 
 
 @router.get("/v1/roots", summary="Every root (evstore roots --json)", responses=OBJECT_RESPONSES)

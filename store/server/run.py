@@ -48,6 +48,7 @@ class AppFactory:
     limits: Limits = field(default_factory=Limits)
     log_key: str | None = None
     checkpoint_every: float = DEFAULT_EVERY_S
+    witness_key: str | None = None
 
     def __call__(self) -> Any:
         """Build the app (opens every store)."""
@@ -57,6 +58,7 @@ class AppFactory:
             limits=self.limits,
             log_key=self.log_key,
             checkpoint_every=self.checkpoint_every,
+            witness_key=self.witness_key,
         )
 
 
@@ -73,6 +75,7 @@ def serve(
     log_key: str | None = None,
     checkpoint_every: float = DEFAULT_EVERY_S,
     announce: Callable[[str], None] | None = None,
+    witness_key: str | None = None,
 ) -> None:
     """Serve ``stores`` over HTTP until SIGTERM or SIGINT (docs/http.md).
 
@@ -91,6 +94,8 @@ def serve(
         checkpoint_every: seconds between two signing rounds.
         announce: called with ``http://HOST:PORT`` once the socket listens (the port
             actually bound when ``port`` is 0), before the first request is served.
+        witness_key: a witness key file: each store answers ``POST P/add-checkpoint``
+            (as :func:`evstore.create_app`).
 
     Raises:
         InputError, StoreStateError: as :func:`evstore.create_app` (checked before the
@@ -99,7 +104,7 @@ def serve(
         StoreStateError: ``http.listen`` (the address is in use or not allowed).
     """
     limits = limits or Limits()
-    factory = AppFactory(dict(stores), public_read, limits, log_key, checkpoint_every)
+    factory = AppFactory(dict(stores), public_read, limits, log_key, checkpoint_every, witness_key)
     first = factory()  # every store opens now, or the command fails with its typed error
     try:
         sock = listen(host, port)

@@ -14,7 +14,7 @@ from .. import list_tokens as _list_tokens
 from .. import revoke_token as _revoke_token
 from .app import Served
 from .auth import admin
-from .wire import OBJECT_RESPONSES, json_body, known_members
+from .wire import OBJECT_RESPONSES, json_body, known_members, request_body
 
 __all__ = ["router"]
 
@@ -34,24 +34,17 @@ def list_tokens(one: Served = Depends(admin)) -> dict[str, Any]:  # noqa: B008
     summary="Make a token (its text is in this answer only)",
     status_code=201,
     responses=OBJECT_RESPONSES,
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {
-                    "schema": {
-                        "type": "object",
-                        "required": ["scope"],
-                        "properties": {
-                            "scope": {"enum": ["read", "ingest", "admin"]},
-                            "name": {"type": "string"},
-                        },
-                        "additionalProperties": False,
-                    }
-                }
+    openapi_extra=request_body(
+        {
+            "type": "object",
+            "required": ["scope"],
+            "properties": {
+                "scope": {"enum": ["read", "ingest", "admin"]},
+                "name": {"type": "string"},
             },
+            "additionalProperties": False,
         }
-    },
+    ),
 )
 async def create_token(request: Request, one: Served = Depends(admin)) -> Response:  # noqa: B008
     """``{"scope": S, "name": LABEL}`` -> 201 ``{"id", "token", "scope", "name", ...}``."""

@@ -16,6 +16,8 @@ from starlette.concurrency import run_in_threadpool
 from .. import EvstoreError, error, loads
 
 __all__ = [
+    "BINARY",
+    "NDJSON_RESPONSE",
     "OBJECT_RESPONSES",
     "PROBLEM_SCHEMA",
     "documents_json",
@@ -23,6 +25,7 @@ __all__ = [
     "known_members",
     "problem_responses",
     "refs_list",
+    "request_body",
 ]
 
 #: The JSON Schema of a problem+json body (RFC 9457 members and evstore's).
@@ -73,6 +76,30 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 OBJECT_RESPONSES = problem_responses(
     400, 401, 403, 404, 405, 408, 409, 413, 416, 422, 431, 500, 503
 )
+
+
+#: The schema of a body of raw bytes (a tar, a multipart upload, one object).
+BINARY: dict[str, Any] = {"type": "string", "format": "binary"}
+
+#: The 200 answer of a run streamed as NDJSON (store/server/streaming.py).
+NDJSON_RESPONSE: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The run, one JSON object a line (progress, fault, end or error).",
+        "content": {"application/x-ndjson": {}},
+    }
+}
+
+
+def request_body(
+    schema: dict[str, Any], media_type: str = "application/json", *, required: bool = True
+) -> dict[str, Any]:
+    """The ``openapi_extra`` of a route whose body FastAPI does not parse (read as bytes).
+
+    The route reads its body itself (strict JSON, a tar, a stream), so the OpenAPI
+    document (OpenAPI 3.1, Request Body Object) is given here: one ``media_type`` whose
+    body follows ``schema``.
+    """
+    return {"requestBody": {"required": required, "content": {media_type: {"schema": schema}}}}
 
 
 async def json_body(request: Request) -> Any:

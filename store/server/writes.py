@@ -38,7 +38,7 @@ from .auth import actor, ingester, reader
 from .bundles import receive_tar, unpack_bundle
 from .pools import in_pool
 from .problems import problem
-from .wire import OBJECT_RESPONSES, documents_json, known_members
+from .wire import BINARY, OBJECT_RESPONSES, documents_json, known_members, request_body
 
 __all__ = ["INGEST_SCHEMA", "body_root", "ingest_inputs", "rooted", "router"]
 
@@ -219,12 +219,7 @@ def rooted(request: Request, root: str | None, work: Callable[[], _T]) -> Callab
     return call
 
 
-_BODY = {
-    "requestBody": {
-        "required": True,
-        "content": {"application/json": {"schema": INGEST_SCHEMA}},
-    }
-}
+_BODY = request_body(INGEST_SCHEMA)
 
 
 @router.post(
@@ -328,12 +323,7 @@ async def validate(request: Request, one: Served = Depends(reader)) -> Response:
     "/v1/bundles",
     summary="Store a run bundle sent as a tar archive (evstore ingest-bundle --json)",
     responses=OBJECT_RESPONSES,
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {"application/x-tar": {"schema": {"type": "string", "format": "binary"}}},
-        }
-    },
+    openapi_extra=request_body(BINARY, "application/x-tar"),
 )
 async def bundles(
     request: Request,

@@ -26,7 +26,9 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 
 from cryptography.exceptions import InvalidSignature
@@ -47,7 +49,9 @@ __all__ = [
     "cosigned_message",
     "format_add_checkpoint",
     "parse_add_checkpoint",
+    "parse_cosignature_lines",
     "parse_cosigner_vkey",
+    "read_cosigner_key",
     "verified_cosigners",
     "witness_decision",
 ]
@@ -57,6 +61,7 @@ COSIGNATURE_TYPE = 0x04
 #: The most consistency proof lines an add-checkpoint request may carry.
 MAX_PROOF_LINES = 63
 _DASH = "\u2014 "
+_PRIVATE_PREFIX = "PRIVATE+KEY+"
 _DECIMAL = re.compile(r"0|[1-9][0-9]{0,19}", re.ASCII)
 
 
@@ -142,6 +147,26 @@ class Cosigner:
         """A new random witness key named ``name``."""
         return cls(name, Ed25519PrivateKey.generate())
 
+    def private_key_line(self) -> str:
+        """``PRIVATE+KEY+<name>+<hex key ID>+<base64(0x04 || seed)>`` (the key ID of type 0x04)."""
+        seed = self._private.private_bytes_raw()
+        raw = base64.b64encode(bytes([COSIGNATURE_TYPE]) + seed).decode()
+        return f"{_PRIVATE_PREFIX}{self.name}+{self.key.key_id.hex()}+{raw}"
+
+    def write_private_key(self, path: str | os.PathLike[str]) -> None:
+        """Write :meth:`private_key_line` to a new file created with mode 0600.
+
+        An existing file is never overwritten (FileExistsError); OSError propagates.
+        """
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(path, flags, 0o600)
+        try:
+            if hasattr(os, "fchmod"):
+                os.fchmod(fd, 0o600)  # whatever the umask was
+            os.write(fd, (self.private_key_line() + "\n").encode("utf-8"))
+        finally:
+            os.close(fd)
+
     def cosign(self, note: str, timestamp: int) -> str:
         """The cosignature line (with its newline) over the note's body at ``timestamp``.
 
@@ -153,6 +178,52 @@ class Cosigner:
         sig = self._private.sign(cosigned_message(body, timestamp))
         raw = self.key.key_id + int(timestamp).to_bytes(8, "big") + sig
         return f"{_DASH}{self.name} {base64.b64encode(raw).decode()}\n"
+
+
+def read_cosigner_key(path: str | os.PathLike[str]) -> Cosigner:
+    """Load a witness key from a file written by :meth:`Cosigner.write_private_key`.
+
+    Raises:
+        InputError: ``witness.key`` (malformed, another key type, a key ID that does not
+            match, or a file group or others may read: it must be 0600, as ssh wants).
+        OSError: the file cannot be read.
+    """
+    with open(path, "rb") as handle:
+        if os.name == "posix" and stat.S_IMODE(os.fstat(handle.fileno()).st_mode) & 0o077:
+            raise error("witness.key", "the witness key file must have mode 0600")
+        data = handle.read(4096)
+    text = data.decode("utf-8", "replace").removesuffix("\n")
+    parts = text.removeprefix(_PRIVATE_PREFIX).split("+", 2)
+    if not text.startswith(_PRIVATE_PREFIX) or len(parts) != 3 or not parts[0]:
+        raise error("witness.key", "a witness key file is PRIVATE+KEY+<name>+<key ID>+<key>")
+    try:
+        raw = base64.b64decode(parts[2], validate=True)
+    except (binascii.Error, ValueError):
+        raise error("witness.key", "a witness key file's key is base64") from None
+    if len(raw) != 33 or raw[0] != COSIGNATURE_TYPE:
+        raise error("witness.key", "a witness key file holds a type 0x04 Ed25519 seed")
+    cosigner = Cosigner(parts[0], Ed25519PrivateKey.from_private_bytes(raw[1:]))
+    if cosigner.key.key_id.hex() != parts[1].lower():
+        raise error("witness.key", "the witness key file's key ID does not match its key")
+    return cosigner
+
+
+def parse_cosignature_lines(body: bytes) -> list[str]:
+    """The note signature lines of a tlog-witness 200 answer (each ending in a newline).
+
+    Raises:
+        InputError: ``witness.response`` (not UTF-8, empty, or a line not of the form).
+    """
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise error("witness.response", "a witness answer is UTF-8") from None
+    if not text.endswith("\n") or len(text) > 64 * 1024:
+        raise error("witness.response", "a witness answer is signature lines, each ending in \\n")
+    lines = [line + "\n" for line in text[:-1].split("\n")]
+    if any(not line.startswith(_DASH) or " " not in line[len(_DASH) :] for line in lines):
+        raise error("witness.response", "a witness answer line starts with '\u2014 <name> '")
+    return lines
 
 
 def _body(note: str) -> str:

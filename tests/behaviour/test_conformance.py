@@ -13,6 +13,7 @@ import pytest
 
 import evstore
 from evstore import protocol
+from evstore.client.admin import RemoteTokens
 from evstore.client.contracts import (
     RemoteContexts,
     RemoteFragments,
@@ -26,6 +27,7 @@ from evstore.contracts.fragments.store import FragmentOps
 from evstore.contracts.manifests.store import ManifestOps
 from evstore.contracts.packages.store import PackageOps
 from evstore.contracts.runs.store import RunOps
+from evstore.facade.admin import TokenOps
 from evstore.retention.ops import RetentionOps
 
 #: protocol -> (the local class, the remote class)
@@ -37,6 +39,7 @@ PAIRS = {
     protocol.ContextsProtocol: (ContextOps, RemoteContexts),
     protocol.RunsProtocol: (RunOps, RemoteRuns),
     protocol.RetentionProtocol: (RetentionOps, RemoteRetention),
+    protocol.TokensProtocol: (TokenOps, RemoteTokens),
 }
 
 
@@ -117,6 +120,14 @@ def test_the_namespaces_the_protocol_names_are_the_ones_checked():
         name: inspect.signature(
             inspect.getattr_static(protocol.StoreProtocol, name).fget
         ).return_annotation
-        for name in ("fragments", "manifests", "packages", "contexts", "runs", "retention")
+        for name in (
+            "fragments",
+            "manifests",
+            "packages",
+            "contexts",
+            "runs",
+            "retention",
+            "tokens",
+        )
     }
     assert set(hints.values()) == {p.__name__ for p in PAIRS if p is not protocol.StoreProtocol}

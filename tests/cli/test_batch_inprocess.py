@@ -84,6 +84,30 @@ def test_put_walks_a_directory_with_globs_and_reads_nul_separated_paths(store_ur
     assert [x["new"] for x in out["results"]] == [True, False]
 
 
+def test_put_of_many_paths_prints_each_form_its_options_ask_for(store_url, tmp_path):
+    """The human lines name the address (and, with --digests, the SHA-256 forms); --json
+    gives every digest form. The other forms are only encoded when asked for (issue 29)."""
+    files = [tmp_path / "a.bin", tmp_path / "b.bin"]
+    for i, f in enumerate(files):
+        f.write_bytes(b"content %d" % i)
+    listing = "".join(f"{f}\n" for f in files)
+    b3 = [blake3.blake3(f.read_bytes()).hexdigest() for f in files]
+    sha = [hashlib.sha256(f.read_bytes()).hexdigest() for f in files]
+    r = run(store_url, "put", "--stdin-paths", input=listing)
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines() == [f"blake3:{h}  {f}" for h, f in zip(b3, files, strict=True)]
+    r = run(store_url, "put", "--stdin-paths", "--digests", input=listing)
+    assert r.exit_code == 0, r.output
+    lines = r.stdout.splitlines()
+    assert lines[0::3] == [f"blake3:{h}  {f}" for h, f in zip(b3, files, strict=True)]
+    assert [x.strip() for x in lines[1::3]] == [f"sha256:{h}" for h in sha]
+    r = run(store_url, "--json", "put", "--stdin-paths", input=listing)
+    rows = json.loads(r.stdout)["results"]
+    assert [x["sha256"] for x in rows] == [f"sha256:{h}" for h in sha]
+    assert all(x["object_store"] == "object-store:" + x["sha256_b64u"] for x in rows)
+    assert [x["size"] for x in rows] == [9, 9]
+
+
 def test_ingest_batches_commit_before_a_bad_document(store_url, tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()

@@ -17,6 +17,7 @@ from pathlib import Path
 from click.testing import CliRunner
 from clientkit import ev, free_port, make_token, start_server, stop_server
 
+import evstore
 from evstore.cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,7 +129,9 @@ def test_archives_over_http_give_the_local_bytes_reports_and_refusals(
         stop_server(dst.proc)
 
 
-def test_an_interrupted_archive_import_leaves_the_store_unchanged(server, store_url, tmp_path):
+def test_an_interrupted_archive_import_leaves_the_store_unchanged(
+    server, store_url, tmp_path, snapshot
+):
     note = tmp_path / "n.json"
     note.write_bytes((EX / "json" / "run-note.json").read_bytes())
     local = tmp_path / "l.db"
@@ -142,6 +145,8 @@ def test_an_interrupted_archive_import_leaves_the_store_unchanged(server, store_
     )
     data = tar.read_bytes()
     before = _count(store_url)
+    with evstore.open(store_url) as store:
+        rows = snapshot(store)
     parts = urllib.parse.urlsplit(server.url)
     with socket.create_connection((parts.hostname, parts.port), timeout=10) as s:
         head = (
@@ -153,8 +158,35 @@ def test_an_interrupted_archive_import_leaves_the_store_unchanged(server, store_
     # the server is still up and the store holds nothing of the half-sent archive
     assert _run(server.url, server.read, "--json", "ls")[0] == 0
     assert _count(store_url) == before
+    with evstore.open(store_url) as store:
+        assert snapshot(store) == rows  # every row and byte as before
     code, out = _run(server.url, server.ingest, "--json", "archive", "import", str(tar))
     assert code == 0 and json.loads(out)["new_artifacts"] == 1
+
+
+def test_an_export_with_proofs_over_http_is_the_local_tar(server, store_url, tmp_path):
+    note = tmp_path / "n.json"
+    note.write_bytes((EX / "json" / "run-note.json").read_bytes())
+    hello = tmp_path / "h.txt"
+    hello.write_bytes(b"exported with its proof\n")
+    key = tmp_path / "log.key"
+    put = ev("--store", store_url, "put", str(hello))
+    ingest = ev("--store", store_url, "--json", "ingest", str(note))
+    assert put.returncode == 0 and ingest.returncode == 0, ingest
+    refs = [put.stdout.decode().strip(), json.loads(ingest.stdout)["artifacts"][0]["address"]]
+    assert ev("--store", store_url, "log", "init-key", str(key)).returncode == 0
+    assert ev("--store", store_url, "log", "checkpoint").returncode == 0
+    a, b = tmp_path / "a.tar", tmp_path / "b.tar"
+    args = ["--json", "archive", "export", *refs, "--with-proofs", "-o"]
+    ra = _run(store_url, None, *args, str(a))
+    rb = _run(server.url, server.read, *args, str(b))
+    assert ra[0] == 0 and _normal(ra, a) == _normal(rb, b), (ra, rb)
+    assert a.read_bytes() == b.read_bytes()  # the same checkpoint, proofs, bytes
+    assert b"application/vnd.evstore.tlog-proof.v1" in b.read_bytes()
+    # the remote tar's proofs verify offline under the log's verifier key
+    vkey = ev("--store", store_url, "log", "key").stdout.decode().strip()
+    verify = ev("archive", "verify", str(b), "--key", vkey)
+    assert verify.returncode == 0, verify
 
 
 def test_validate_with_no_server_checks_the_contract_rules_alone(tmp_path):

@@ -839,3 +839,15 @@ def test_a_refused_until_is_at_the_document_root_as_locally():
     with pytest.raises(evstore.InputError) as exc:
         store.retention.retain([ADDRESS], "keep")
     assert exc.value.pointer == "/refs"
+
+
+@pytest.mark.parametrize(
+    ("call", "args"),
+    [("ask_witnesses", ()), ("witness_add_checkpoint", (None, b"")), ("witnessed", ())],
+)
+def test_witness_calls_are_remote_unsupported(call, args):
+    """Issue 26: a served store asks its witnesses, and witnesses, on its own server."""
+    store, sent = remote(Script(obj(DATA)))
+    with pytest.raises(evstore.StoreStateError) as exc:
+        getattr(store.log, call)(*args)
+    assert exc.value.code == "remote.unsupported" and sent == []

@@ -227,3 +227,20 @@ def test_a_manifest_names_its_damaged_rendered_content_instead_of_calling_it_not
     assert r.status_code == 200
     assert "not stored" not in r.text  # a changed byte is damage, never absence
     assert "Damaged" in r.text and "corruption.digest" in r.text
+
+
+def test_search_finds_a_damaged_object_and_its_page_names_the_damage(store):
+    """Search looks refs up by their index row, not a re-hash: a damaged stored object is still
+    found (its page says what is wrong) instead of reading as absent.
+    """
+    ids = ingest_examples(store)
+    c = client(store)
+    fragment = ids["fragment"]
+    flip_byte(store, fragment, at=1)
+    r = c.get("/ui/search", params={"q": fragment}, follow_redirects=False)
+    assert r.status_code == 303
+    assert r.headers["location"] == f"/ui/fragment/{fragment}"
+    page = c.get(r.headers["location"])
+    assert page.status_code == 200 and "corruption." in page.text
+    gone = "blake3:" + "0" * 64
+    assert c.get("/ui/search", params={"q": gone}, follow_redirects=False).status_code == 404

@@ -108,6 +108,49 @@ def test_skopeo_pushes_an_exported_closure_and_pulls_it_back(
     assert raw.stdout == src["manifest"]  # byte-identical both ways
 
 
+def test_skopeo_pushes_into_a_store_served_with_public_reads(store_url, tmp_path, require_tool):
+    """The version check answers 200 to anyone there, with the challenge skopeo needs to
+    send its credentials for a push (it learns how to authenticate from that answer only).
+    """
+    src = _source(store_url, tmp_path)
+    tokens = make_tokens(store_url)
+    server = start_thread({None: store_url}, public_read=True)
+    try:
+        ping = httpx.get(server.base + "/v2/")
+        assert ping.status_code == 200
+        assert ping.headers["www-authenticate"].startswith('Bearer realm="')
+        host = server.base.removeprefix("http://")
+        tag = src["root"][7:]
+        push = subprocess.run(
+            [
+                require_tool("skopeo"),
+                "--insecure-policy",
+                "copy",
+                "--dest-tls-verify=false",
+                f"--dest-creds=evstore:{tokens['ingest']}",
+                f"oci-archive:{tmp_path / 'export.tar'}:{tag}",
+                f"docker://{host}/{NAME}:{tag}",
+            ],
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        assert push.returncode == 0, push.stderr
+        with evstore.open(store_url) as store:
+            assert src["root"] in [e["address"] for e in store.retention.entries(NAME)]
+        # Anonymous reads still need nothing: the token flow hands out "anonymous".
+        raw = subprocess.run(
+            [require_tool("skopeo"), "inspect", "--raw", "--tls-verify=false"]
+            + [f"docker://{host}/{NAME}:latest"],
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        assert raw.returncode == 0 and raw.stdout == src["manifest"], raw.stderr
+    finally:
+        server.stop()
+
+
 def test_chunked_uploads_mounts_and_the_manifest_by_hand(store_url, target, tmp_path):
     src = _source(store_url, tmp_path)
     c = _client(target)

@@ -75,6 +75,7 @@ def test_a_closed_store_refuses_every_call(store_url):
         "log": lambda: store.log,
         "retention": lambda: store.retention,
         "transactions": lambda: store.transactions,
+        "tokens": lambda: store.tokens,
     }
     public = {
         n

@@ -42,6 +42,33 @@ def test_hasher_over_chunks_gives_the_digests_of_the_whole(sizes):
     assert digest_bytes(whole) == got
 
 
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        [PARALLEL_MIN - 1, PARALLEL_MIN, PARALLEL_MIN + 1],
+        [1, 3 * PARALLEL_MIN + 7, 0, 5, PARALLEL_MIN],
+        [(1 << 20)] * 5,
+    ],
+)
+def test_submitted_chunks_mixed_with_updates_give_the_digests_of_the_whole(sizes):
+    """submit returns before hashing (the read of the next chunk overlaps it); digest waits.
+
+    Chunks alternate between submit and update, so an update that did not wait for the
+    chunk in flight, or a digest taken before it, hashes the bytes out of order.
+    """
+    rng = random.Random(len(sizes) + sum(sizes))
+    chunks = [rng.randbytes(n) for n in sizes]
+    h = Hasher()
+    for i, c in enumerate(chunks):
+        if i % 3 == 2:
+            h.update(c)
+        else:
+            h.submit(memoryview(c) if i % 2 else c)
+    assert h.size == sum(sizes)
+    got = h.digest()
+    assert (got.blake3, got.sha256, got.size) == _reference(b"".join(chunks))
+
+
 def test_digest_bytes_of_a_large_buffer_matches_the_libraries():
     data = random.Random(7).randbytes(3 * (1 << 20) + 11)
     d = digest_bytes(data)
