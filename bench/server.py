@@ -111,9 +111,13 @@ class Proc:
             stderr=subprocess.DEVNULL,
         )
         self.port = port
-        wait_port(port, self.proc)
-        if workers > 1:
-            wait_workers(self.proc, workers)
+        try:
+            wait_port(port, self.proc)
+            if workers > 1:
+                wait_workers(self.proc, workers)
+        except BaseException:
+            self.stop()  # a server that did not start is not left running
+            raise
 
     def rss(self, field: str = "VmRSS") -> int:
         text = Path(f"/proc/{self.proc.pid}/status").read_text()
