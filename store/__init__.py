@@ -25,6 +25,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .access.gate import GatedRead, gated_read
     from .access.tokens import (
         create_session,
         create_token,
@@ -109,6 +110,7 @@ _SOURCES: dict[str, str] = {
     "EvstoreError": "core.errors",
     "Excerpt": "core.results",
     "Faults": "core.errors",
+    "GatedRead": "access.gate",
     "GcReport": "core.results",
     "IngestReport": "core.results",
     "InputError": "core.errors",
@@ -143,6 +145,7 @@ _SOURCES: dict[str, str] = {
     "export_archive": "archive.ops",
     "find_with_warnings": "facade.queries",
     "fragment_scope": "contracts.fragments.rules:scope_from_parts",
+    "gated_read": "access.gate",
     "head_revision": "db.revisions",
     "http_status": "core.errors",
     "import_archive": "archive.ops",
@@ -192,6 +195,7 @@ __all__ = [
     "EvstoreError",
     "Excerpt",
     "Faults",
+    "GatedRead",
     "GcReport",
     "IngestReport",
     "InputError",
@@ -226,6 +230,7 @@ __all__ = [
     "export_archive",
     "find_with_warnings",
     "fragment_scope",
+    "gated_read",
     "head_revision",
     "http_status",
     "import_archive",

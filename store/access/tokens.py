@@ -44,6 +44,7 @@ __all__ = [
     "revoke_token",
     "scope_allows",
     "session_scope",
+    "token_hash",
     "token_scope",
 ]
 
@@ -100,6 +101,13 @@ def revoke_token(store: Store, token_id: str) -> dict[str, Any]:
         asks its server (admin scope).
     """
     return store.tokens.revoke(token_id)
+
+
+def token_hash(token: str) -> str | None:
+    """The SHA-256 hex a token's row is found by (``tokens.secret_sha256``); None when
+    ``token`` is not of the token form (``evst_<id>_<secret>``), so no row can match.
+    """  # noqa: D205
+    return token_sha256(token) if _TOKEN.fullmatch(token) else None
 
 
 def token_scope(store: Store, token: str) -> str | None:

@@ -157,7 +157,7 @@ def _route_params(route: Any) -> tuple[frozenset[str] | None, tuple[str, ...]]:
     return known, scalar
 
 
-def single_valued(request: Request) -> None:
+async def single_valued(request: Request) -> None:
     """Refuse what would otherwise be read one way silently, or not at all.
 
     ``?limit=1&limit=2`` (FastAPI would take the last) and two ``Authorization`` headers
@@ -165,7 +165,9 @@ def single_valued(request: Request) -> None:
     parameter the route takes as a list (``range``) may repeat. On the API's routes
     (``/v1/...``) a query parameter the route does not take is refused too: a misspelt
     ``expect`` would otherwise turn a digest check off without a word. (The pages under
-    ``/ui`` keep ignoring what they do not know, as web pages do.)
+    ``/ui`` keep ignoring what they do not know, as web pages do.) An ``async``
+    dependency: it reads headers only, so it runs on the event loop (issue 29: as a plain
+    ``def`` it took a worker thread on every request).
 
     Raises:
         InputError: ``http.request``.

@@ -9,15 +9,27 @@ another store included: each store's tokens live in its own database) is 401 wit
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from .. import EvstoreError, error, token_scope
 from .app import Served, served
+from .pools import in_pool
 
-__all__ = ["SCOPES", "actor", "admin", "ingester", "reader", "require", "writes_leases"]
+__all__ = [
+    "Gate",
+    "SCOPES",
+    "actor",
+    "admin",
+    "gate",
+    "ingester",
+    "read_gate",
+    "reader",
+    "require",
+    "writes_leases",
+]
 
 #: Token scopes, lowest first (evstore.access.tokens.SCOPES).
 SCOPES = ("read", "ingest", "admin")
@@ -25,26 +37,68 @@ SCOPES = ("read", "ingest", "admin")
 _bearer = HTTPBearer(auto_error=False, description="A token made with `evstore token create`.")
 
 
-def require(need: str) -> Callable[..., Served]:
+def require(need: str) -> Callable[..., Awaitable[Served]]:
     """A FastAPI dependency: the request's store, once its token allows scope ``need``.
+
+    An ``async`` dependency (issue 29): a plain ``def`` one ran in a worker thread of its
+    own; the token's one-statement lookup now takes one hop to the point reads' threads
+    (store/server/pools.py), and none when no token was sent.
 
     Raises:
         InputError: ``http.unauthorized`` (401) or ``http.forbidden`` (403).
     """
 
-    def check(
+    async def check(
         request: Request,
         credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),  # noqa: B008
     ) -> Served:
-        one = served(request)
+        gate = Gate(request, need, credentials)
+        scope = None
+        if gate.token:
+            store = gate.served.store
+            scope = await in_pool(request, "read", lambda: token_scope(store, gate.token))
+        return gate.admit(scope)
+
+    return check
+
+
+class Gate:
+    """A request's bearer token, read from its headers but not looked up yet.
+
+    ``GET P/v1/objects/{ref}`` looks the token up in the same statement as the object
+    (``evstore.gated_read``) and then calls :meth:`admit` with the scope found, which
+    decides exactly as :func:`require`'s dependency does.
+
+    Attributes:
+        served: the request's store. need: the scope asked. token: the bearer token's text
+            ("" when none was sent).
+    """
+
+    def __init__(
+        self, request: Request, need: str, credentials: HTTPAuthorizationCredentials | None
+    ) -> None:
+        self.request = request
+        self.served = served(request)
+        self.need = need
+        self.credentials = credentials
+        self.token = "" if credentials is None else credentials.credentials.strip()
+
+    def admit(self, scope: str | None) -> Served:
+        """The store, once ``scope`` (the live token's, None: unknown, revoked or none)
+        allows :attr:`need`; records the actor and scope on the request.
+
+        Raises:
+            InputError: ``http.unauthorized`` (401) or ``http.forbidden`` (403).
+        """  # noqa: D205
+        request, one, need, text = self.request, self.served, self.need, self.token
         request.state.actor, request.state.scope = "public", None
-        text = "" if credentials is None else credentials.credentials.strip()
-        scope = token_scope(one.store, text) if text else None
+        if not text:
+            scope = None
         if need == "read" and one.public_read:
             if scope is not None:  # a public read made with a live token acts as the token
                 request.state.actor, request.state.scope = text[5:17], scope
             return one
-        if credentials is None or credentials.scheme.lower() != "bearer":
+        if self.credentials is None or self.credentials.scheme.lower() != "bearer":
             raise _unauthorized("this request needs a bearer token (Authorization: Bearer ...)")
         if scope is None:
             raise _unauthorized("the bearer token is unknown to this store or was revoked")
@@ -59,7 +113,19 @@ def require(need: str) -> Callable[..., Served]:
         request.state.actor, request.state.scope = text[5:17], scope
         return one
 
-    return check
+
+def gate(need: str) -> Callable[..., Awaitable[Gate]]:
+    """A FastAPI dependency: the request's :class:`Gate` for scope ``need``; the route
+    looks the token up itself and calls :meth:`Gate.admit` before it answers anything.
+    """  # noqa: D205
+
+    async def read_token(
+        request: Request,
+        credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),  # noqa: B008
+    ) -> Gate:
+        return Gate(request, need, credentials)
+
+    return read_token
 
 
 def actor(request: Request) -> str:
@@ -80,5 +146,7 @@ def _unauthorized(message: str) -> EvstoreError:
 
 #: Dependencies of the three scopes.
 reader = require("read")
+#: The read scope's token, to be looked up by the route (``GET P/v1/objects/{ref}``).
+read_gate = gate("read")
 ingester = require("ingest")
 admin = require("admin")

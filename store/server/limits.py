@@ -83,6 +83,9 @@ class Limits:
             Default 4.
         write_threads: ingests, bundles and puts run at once (their own pool); more wait.
             Reads keep the rest of the threads. Default 8.
+        read_threads: point reads run at once (a token's lookup, a GET of an object's
+            head and inline bytes: one statement each, their own pool); more wait. Few
+            threads pass the GIL around less (issue 29). Default 4.
         upload_expiry: seconds an OCI blob upload (docs/registry.md#push) may go unused,
             unfinished or finished and not yet named by a manifest, before its spooled file
             is removed. Default 3600.
@@ -109,6 +112,7 @@ class Limits:
     connections: int = 1000
     validate_threads: int = 4
     write_threads: int = 8
+    read_threads: int = 4
     upload_expiry: float = 3600.0
     redirect_large: int = 0
     redirect_seconds: int = 300

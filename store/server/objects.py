@@ -25,16 +25,34 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from .. import CorruptionError, EvstoreError, Store, error, object_head, parse_ref, presign_object
+from .. import (
+    CorruptionError,
+    EvstoreError,
+    Store,
+    error,
+    gated_read,
+    object_head,
+    parse_ref,
+    presign_object,
+    token_scope,
+)
 from .app import Served
-from .auth import actor, ingester, reader, writes_leases
+from .auth import Gate, actor, ingester, read_gate, reader, writes_leases
 from .limits import TransferAborted
 from .pools import in_pool
 from .problems import problem
 from .wire import OBJECT_RESPONSES, json_body, known_members, refs_list, request_body
 from .writes import rooted
 
-__all__ = ["IMMUTABLE", "REDIRECT_HEADER", "SMALL_MAX", "STORED_BYTES", "parse_range", "router"]
+__all__ = [
+    "IMMUTABLE",
+    "REDIRECT_HEADER",
+    "SMALL_MAX",
+    "STORED_BYTES",
+    "object_response",
+    "parse_range",
+    "router",
+]
 
 log = logging.getLogger("server")
 
@@ -136,13 +154,59 @@ def object_headers(stat: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def get_object(
+async def get_object(
     ref: str,
     request: Request,
-    one: Served = Depends(reader),  # noqa: B008
+    gate: Gate = Depends(read_gate),  # noqa: B008
 ) -> Response:
-    """Exact bytes, verified on read; ETag, Repr-Digest, 304, single Range (206/416)."""
-    stat = object_head(one.store, ref)
+    """Exact bytes, verified on read; ETag, Repr-Digest, 304, single Range (206/416).
+
+    The token, the object's head and (inline objects) its verified bytes come from one
+    statement in one worker-thread hop (``evstore.gated_read``, issue 29); the token is
+    admitted before anything about the object is answered. An inline object is then
+    answered on the event loop; anything else (larger objects, other ref forms, a
+    statement that could not run) by :func:`object_response` in a worker thread.
+    """
+    one = gate.served
+    conditional = request.headers.get("if-none-match") is not None
+    found = await in_pool(
+        request,
+        "read",
+        lambda: gated_read(one.store, gate.token, ref, want_bytes=not conditional),
+    )
+    if not found.answered:  # the statement could not run: the general reads, typed errors
+        token = gate.token
+        scope = None
+        if token:
+            scope = await in_pool(request, "read", lambda: token_scope(one.store, token))
+        gate.admit(scope)
+    else:
+        gate.admit(found.scope)
+    if found.fault is not None:
+        raise found.fault
+    if found.head is not None and found.data is not None:  # nothing more to read
+        return object_response(ref, request, one, found.head, found.data)
+    return await run_in_threadpool(object_response, ref, request, one, found.head)
+
+
+def object_response(
+    ref: str,
+    request: Request,
+    one: Served,
+    stat: dict[str, Any] | None = None,
+    data: bytes | None = None,
+) -> Response:
+    """The answer to a GET or HEAD of ``ref`` by a request already admitted (blocking).
+
+    ``stat`` (``evstore.object_head``'s dict) and ``data`` (the object's verified bytes)
+    are read here when not given; a large object's first chunk is read before this
+    returns. The OCI registry's blob GET answers with it too.
+
+    Raises:
+        RefSyntaxError, NotFound, CorruptionError: as ``Store.get``.
+    """
+    if stat is None:
+        stat = object_head(one.store, ref)
     size = int(stat["size"])
     headers = object_headers(stat)
     etag = headers["ETag"]
@@ -167,7 +231,8 @@ def get_object(
         if moved is not None:
             return moved
     if size <= SMALL_MAX:
-        data = one.store.get(ref)  # verified whole before the first byte is sent
+        if data is None:
+            data = one.store.get(ref)  # verified whole before the first byte is sent
         if wanted is None:
             return Response(data, 200, headers=headers)
         start, end = wanted

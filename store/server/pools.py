@@ -6,6 +6,12 @@ used to leave ``GET P/v1/ls`` waiting for a thread. Validations and writes now t
 own :class:`anyio.CapacityLimiter` (``Limits.validate_threads``, ``Limits.write_threads``):
 past those, more of them wait for one of their own class, never for a reader's thread.
 The limiters are made on first use, inside the event loop, once per store app.
+
+Point reads (issue 29: a bearer token's lookup, ``GET P/v1/objects/{ref}``) take a third
+class, ``read``, of ``Limits.read_threads`` (default 4): each is one short statement, and
+spreading them over up to 40 threads only passed the GIL around (92 futex calls a request
+against 8 on the ceiling). Longer reads (``ls``, closures, streamed bodies) keep Starlette's
+shared limiter.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ __all__ = ["Work", "in_pool"]
 T = TypeVar("T")
 
 #: The classes of work with their own thread capacity.
-Work = Literal["validate", "write"]
+Work = Literal["validate", "write", "read"]
 
 
 def _limiter(request: Request, work: Work) -> anyio.CapacityLimiter:
@@ -35,6 +41,7 @@ def _limiter(request: Request, work: Work) -> anyio.CapacityLimiter:
         limiters = state.limiters = {
             "validate": anyio.CapacityLimiter(limits.validate_threads),
             "write": anyio.CapacityLimiter(limits.write_threads),
+            "read": anyio.CapacityLimiter(limits.read_threads),
         }
     return limiters[work]
 

@@ -57,7 +57,7 @@ from .. import (
 )
 from .app import Served, served
 from .auth import SCOPES, actor
-from .objects import IMMUTABLE, get_object
+from .objects import IMMUTABLE, object_response
 from .registry_named import ANY_KEY, PREFIX_KEY
 
 __all__ = ["API_VERSION", "oci_error", "router"]
@@ -250,7 +250,7 @@ def _blob_response(request: Request, one: Served, repo: OciRepository, digest: s
         raise error("ref.syntax", f"{digest!r} is no sha256:<64 hex> digest", digest=digest)
     head = request.method == "HEAD"
     try:
-        response = get_object(digest, request, one)
+        response = object_response(digest, request, one)
     except EvstoreError as missing:
         if missing.code != "not-found.blob":
             raise

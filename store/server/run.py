@@ -14,6 +14,7 @@ not allowed), and only then does ``announce`` get the address. Connections run
 
 from __future__ import annotations
 
+import inspect
 import signal
 import socket
 from collections.abc import Callable, Mapping
@@ -28,6 +29,12 @@ from .app import create_app
 from .limits import Limits
 from .protocol import GuardedH11Protocol
 from .signer import DEFAULT_EVERY_S
+
+#: Seconds a worker process may take to answer uvicorn's supervisor while it starts and
+#: serves (its ``timeout_worker_healthcheck``, 5 by default). A spawned worker imports the
+#: whole server before it can answer; on a loaded machine that took over 5 s, and the
+#: supervisor killed and respawned every worker in a loop, none ever serving (issue 29).
+WORKER_HEALTHCHECK_S = 60
 
 __all__ = ["AppFactory", "serve"]
 
@@ -125,6 +132,7 @@ def serve(
         factory=workers > 1,
         access_log=access_log,
         timeout_graceful_shutdown=int(graceful_s),
+        **_healthcheck_option(),
         lifespan="on",
         server_header=False,
         http=GuardedH11Protocol,
@@ -187,3 +195,12 @@ def _close(app: Any) -> None:
             pass
 
     asyncio.run(shutdown())
+
+
+def _healthcheck_option() -> dict[str, Any]:
+    """``timeout_worker_healthcheck`` for uvicorn versions that have it (older ones had no
+    such check to outwait).
+    """  # noqa: D205
+    if "timeout_worker_healthcheck" in inspect.signature(uvicorn.Config).parameters:
+        return {"timeout_worker_healthcheck": WORKER_HEALTHCHECK_S}
+    return {}

@@ -229,19 +229,21 @@ _BODY = request_body(INGEST_SCHEMA)
     openapi_extra=_BODY,
 )
 async def ingest(request: Request, one: Served = Depends(ingester)) -> dict[str, Any]:  # noqa: B008
-    """The ingest report; the first fault as a problem (nothing written)."""
+    """The ingest report; the first fault as a problem (nothing written).
+
+    The body is parsed, checked and ingested in one worker-thread hop (issue 29: one hop
+    a request, not two).
+    """
     raw = await request.body()
-    body = await in_pool(request, "write", lambda: documents_json(raw))
-    docs, options, supplied = ingest_inputs(body)
-    report = await in_pool(
-        request,
-        "write",
-        rooted(
-            request,
-            body_root(body),
-            lambda: one.store.ingest(docs, options=options, supplied=supplied),
-        ),
-    )
+    who = actor(request)
+
+    def work() -> Any:
+        body = documents_json(raw)
+        docs, options, supplied = ingest_inputs(body)
+        with rooting(body_root(body) or "default", actor=who):
+            return one.store.ingest(docs, options=options, supplied=supplied)
+
+    report = await in_pool(request, "write", work)
     out: dict[str, Any] = report.to_dict()
     return out
 
