@@ -26,7 +26,10 @@ import evstore
 from evstore.db.tables import blob_chunks, blobs
 
 EVSTORE = str(Path(sys.executable).with_name("evstore"))
-START_S = 30.0
+#: A bounded wait for a started server to listen: long, since a loaded machine (CI with two
+#: workers, or engineers sharing the cores) can take tens of seconds to import the server;
+#: a server process that exits ends the wait at once.
+START_S = 90.0
 
 
 def free_port() -> int:
