@@ -83,8 +83,9 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("config.unknown", "input", "", "no such setting"),
     ("config.value", "input", "", "a setting value of the wrong type"),
     ("config.server-only", "input", "",
-     "a setting that names a place on the server's machine (log.key_file, blobs.backend) "
-     "is not set over HTTP; set it beside the database (403)"),
+     "a setting that names a place the server reads, writes or posts to (log.key_file, "
+     "blobs.backend, log.witness_policy) is not set over HTTP; set it beside the database "
+     "(403)"),
     # -- objects not found
     ("not-found.blob", "not-found", "", "no stored blob for that content ref"),
     ("not-found.artifact", "not-found", "", "no artifact matches the query"),

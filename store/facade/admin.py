@@ -28,6 +28,7 @@ from ..core.times import utc_text
 from ..db.settings import load_settings, write_setting
 from ..db.tables import tokens
 from ..db.transactions import Transactions
+from ..log.witness import check_witness_setting
 from ..objects.leases import LEASE_SETTING, cap_leases
 from ..objects.markers import claim_backend
 
@@ -71,6 +72,7 @@ def write_config(db: Transactions, name: str, value: Any) -> Any:
         parsed = check_setting_value(name, value)
     if name == "blobs.backend":
         parsed = claim_backend(db, parsed)  # answers, and is this store's
+    check_witness_setting(name, parsed)
 
     def work(conn: Any) -> None:
         write_setting(conn, name, parsed)

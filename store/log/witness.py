@@ -34,6 +34,7 @@ from sqlalchemy.engine import Connection
 
 from ..core.errors import EvstoreError, error
 from ..core.settings import setting
+from ..core.times import utc_text
 from ..db.settings import load_settings
 from ..db.tables import log_checkpoints, log_keys, witness_logs
 from ..db.transactions import Transactions
@@ -56,6 +57,7 @@ __all__ = [
     "WITNESS_LOCK",
     "add_checkpoint",
     "ask_witnesses",
+    "check_witness_setting",
     "witnessed",
 ]
 
@@ -132,6 +134,31 @@ def add_checkpoint(tx: Transactions, cosigner: Cosigner, body: bytes) -> dict[st
     return done
 
 
+def check_witness_setting(name: str, value: Any) -> None:
+    """Refuse a value of ``log.witness_policy`` or ``witness.logs`` that could never work,
+    when it is set rather than at the next signing round or request (other names: nothing).
+
+    Raises:
+        InputError: ``witness.policy``, ``witness.key``, ``checkpoint.key`` (the policy text
+            or a key does not parse; a witness URL that is not absolute http(s)), or
+            ``config.value`` (``witness.logs`` names one log origin twice: only one key
+            could be followed).
+    """  # noqa: D205
+    if name == "log.witness_policy" and value.strip():
+        Policy.parse(value)
+    elif name == "witness.logs":
+        seen: dict[str, str] = {}
+        for vkey in value:
+            origin = parse_vkey(vkey).name
+            if origin in seen:
+                raise error(
+                    "config.value",
+                    f"witness.logs names the log {origin!r} twice; one key a log",
+                    "/" + str(value.index(vkey)),
+                )
+            seen[origin] = vkey
+
+
 def witnessed(tx: Transactions) -> list[dict[str, Any]]:
     """The logs this store witnesses: ``[{"origin", "vkey", "size", "cosigned_at"}]``."""
     with tx.read() as conn:
@@ -141,7 +168,7 @@ def witnessed(tx: Transactions) -> list[dict[str, Any]]:
             "origin": r.origin,
             "vkey": r.vkey,
             "size": int(r.size),
-            "cosigned_at": r.cosigned_at.isoformat(),
+            "cosigned_at": utc_text(r.cosigned_at),
         }
         for r in rows
     ]

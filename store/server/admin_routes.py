@@ -3,7 +3,8 @@
 ``GET P/v1/config[/{name}]`` reads settings (read scope), ``PUT P/v1/config/{name}``
 ``{"value": V}`` sets one (admin), with the answers of ``evstore config --json``; a setting
 that names a place on the server's machine or where its bytes go (``log.key_file``, a key
-file; ``blobs.backend``, a directory or bucket) is refused (403 ``config.server-only``): it
+file; ``blobs.backend``, a directory or bucket; ``log.witness_policy``, URLs the server posts to)
+is refused (403 ``config.server-only``): it
 is set beside the database (``blobs.backend`` changes through ``evstore blobs move``).
 ``POST P/v1/log/checkpoint`` (admin) signs a checkpoint of the log now with the key the
 server was started with (``evstore serve --log-key``), as ``evstore log checkpoint`` does
@@ -29,8 +30,9 @@ router = APIRouter()
 
 #: Settings that name a place on the server's machine: set beside the database only (an
 #: admin token would otherwise choose which file of the server's disk is read as a key, or
-#: which directory of it new blob bytes are written to).
-_SERVER_ONLY = frozenset({"log.key_file", "blobs.backend"})
+#: which directory of it new blob bytes are written to, or which URLs the server posts its
+#: checkpoints to and reports the answers of).
+_SERVER_ONLY = frozenset({"log.key_file", "blobs.backend", "log.witness_policy"})
 
 
 @router.get(

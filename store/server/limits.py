@@ -30,6 +30,7 @@ __all__ = [
     "Guard",
     "Limits",
     "TransferAborted",
+    "WITNESS_BODY",
     "closing",
     "headers_too_large",
     "timed_out",
@@ -46,6 +47,9 @@ log = logging.getLogger("server")
 
 #: The Guard's body limit of a route that enforces its own.
 _UNBOUNDED = 1 << 62
+#: An add-checkpoint body (``POST P/add-checkpoint``, no token): 63 proof lines and a note
+#: with a few signatures fit in 16 KiB; more is refused (413) while it arrives.
+WITNESS_BODY = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -125,6 +129,9 @@ class Limits:
             return self.bundle_bytes
         if path.endswith("/v1/validate"):
             return min(self.validate_bytes, self.json_bytes)
+        if path.endswith("/add-checkpoint"):
+            return WITNESS_BODY  # no token needed: refused while it arrives, not after
+
         if path.startswith("/v2/"):
             if "/blobs/uploads/" in path:
                 # OCI blob uploads: store/server/registry.py holds the whole blob (every chunk

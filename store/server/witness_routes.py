@@ -22,6 +22,7 @@ from starlette.concurrency import run_in_threadpool
 
 from .. import EvstoreError, error
 from .app import Served, served
+from .limits import WITNESS_BODY
 from .wire import OBJECT_RESPONSES
 
 __all__ = ["router"]
@@ -46,8 +47,6 @@ _ANSWERS = {
         },
     },
 }
-#: Largest add-checkpoint body: 63 proof lines and a note with a few signatures fit in 16 KiB.
-MAX_BODY = 64 * 1024
 
 
 @router.post(
@@ -63,9 +62,9 @@ async def add_checkpoint(
     """The cosignature line, or 409 ``text/x.tlog.size`` with the size held (module doc)."""
     if one.witness is None:
         raise error("witness.disabled", "this server is no witness (serve --witness-key)")
-    body = await request.body()
-    if len(body) > MAX_BODY:
-        raise error("witness.request", f"an add-checkpoint body is at most {MAX_BODY} bytes")
+    body = await request.body()  # at most WITNESS_BODY: the Guard refuses more (413) as it comes
+    if len(body) > WITNESS_BODY:  # a body limit configured around the Guard
+        raise error("witness.request", f"an add-checkpoint body is at most {WITNESS_BODY} bytes")
     try:
         done = await run_in_threadpool(one.store.log.witness_add_checkpoint, one.witness, body)
     except EvstoreError as err:

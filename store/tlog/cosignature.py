@@ -29,6 +29,7 @@ import hashlib
 import os
 import re
 import stat
+import urllib.parse
 from dataclasses import dataclass, field
 
 from cryptography.exceptions import InvalidSignature
@@ -63,6 +64,8 @@ MAX_PROOF_LINES = 63
 _DASH = "\u2014 "
 _PRIVATE_PREFIX = "PRIVATE+KEY+"
 _DECIMAL = re.compile(r"0|[1-9][0-9]{0,19}", re.ASCII)
+#: The largest tree size a witness records: a signed 64-bit integer column on both backends.
+MAX_TREE_SIZE = (1 << 63) - 1
 
 
 def _key_id(name: str, public_key: bytes) -> bytes:
@@ -297,6 +300,8 @@ def parse_add_checkpoint(body: bytes) -> tuple[int, list[bytes], str]:
         if len(raw) != merkle.HASH_SIZE:
             raise error("witness.request", "a proof line is one 32-byte hash")
         proof.append(raw)
+    if int(size) > MAX_TREE_SIZE:
+        raise error("witness.request", f"the old size is at most {MAX_TREE_SIZE} (2^63 - 1)")
     return int(size), proof, note
 
 
@@ -340,6 +345,12 @@ def witness_decision(
         checkpoint = parse_checkpoint(verify_note(note, verifier))
     except Exception:  # CheckpointError of any kind: not signed by the trusted key
         raise error("witness.unsigned", f"no valid signature by {verifier.vkey()}") from None
+    if checkpoint.size > MAX_TREE_SIZE:
+        raise error(
+            "witness.request",
+            f"a tree size this witness keeps is at most {MAX_TREE_SIZE} (2^63 - 1), not "
+            f"{checkpoint.size}",
+        )
     if old_size > checkpoint.size:
         raise error("witness.old-size", f"old size {old_size} > {checkpoint.size}")
     have_size, have_root = latest if latest is not None else (0, merkle.EMPTY_ROOT)
@@ -362,6 +373,24 @@ def witness_decision(
             f" {old_size} this witness cosigned: refused (a fork or a bad proof)",
         )
     return checkpoint
+
+
+def _submission_url(text: str, number: int) -> str:
+    """A witness's submission URL: absolute ``http``/``https`` with a host, else refused."""
+    try:
+        parts = urllib.parse.urlsplit(text)
+        host = parts.hostname
+    except ValueError:
+        parts, host = None, None
+    if parts is None or parts.scheme not in ("http", "https") or not host:
+        raise error(
+            "witness.policy",
+            f"line {number}: a witness URL is an absolute http:// or https:// URL with a host,"
+            f" not {text[:80]!r}",
+        )
+    if parts.username is not None or parts.password is not None:
+        raise error("witness.policy", f"line {number}: a witness URL carries no credentials")
+    return text
 
 
 @dataclass
@@ -404,9 +433,11 @@ class Policy:
                 key = parse_cosigner_vkey(words[2])
                 if key.name != words[1]:
                     raise error("witness.policy", f"line {number}: the key is not {words[1]}'s")
+                if any(w.name == key.name for w in witnesses):
+                    raise error("witness.policy", f"line {number}: {key.name} is listed twice")
                 witnesses.append(key)
                 if len(words) == 4:
-                    urls[key.name] = words[3]
+                    urls[key.name] = _submission_url(words[3], number)
             elif words[0] == "quorum" and len(words) == 2 and _DECIMAL.fullmatch(words[1]):
                 quorum = int(words[1])
             else:

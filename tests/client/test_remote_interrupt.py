@@ -150,6 +150,14 @@ def test_a_setting_naming_a_server_file_is_refused_over_http(server, store_url, 
     )
     assert resp.status_code == 403 and resp.json()["code"] == "config.server-only", resp.text
     assert not (tmp_path / "elsewhere").exists()
+    policy = "log example.test/log+00000000+AQ\nwitness w https://witness.test/"
+    resp = httpx.put(
+        server.url + "/v1/config/log.witness_policy",
+        json={"value": policy},
+        headers=head,
+        timeout=60,
+    )
+    assert resp.status_code == 403 and resp.json()["code"] == "config.server-only", resp.text
     with evstore.open(store_url) as store:
         assert snapshot(store) == before
     # reading it stays open to a read token; other settings are still set over HTTP

@@ -254,6 +254,28 @@ def test_a_server_without_witness_key_is_no_witness(store_url):
         server.stop()
 
 
+def test_an_add_checkpoint_body_over_64_kib_is_refused_while_it_arrives(store_url, tmp_path):
+    """No token is needed, so the Guard refuses the body at 64 KiB as it comes (413), instead
+    of the route reading the server's general JSON limit into memory first.
+    """
+    w = Cosigner.generate("w.test/big")
+    w.write_private_key(tmp_path / "w.key")
+    server = start_thread({None: store_url}, witness_key=str(tmp_path / "w.key"))
+    try:
+
+        def body():
+            yield b"old 0\n"
+            for _ in range(64):  # 64 x 4 KiB: the whole body is never needed to refuse it
+                yield b"A" * 4096
+
+        r = httpx.post(server.base + "/add-checkpoint", content=body(), timeout=60)
+        assert r.status_code == 413 and r.json()["code"] == "http.too-large", r.text
+        ok = httpx.post(server.base + "/add-checkpoint", content=b"old 0\n\nx\n", timeout=60)
+        assert ok.status_code == 400 and ok.json()["code"] == "witness.request"
+    finally:
+        server.stop()
+
+
 def test_a_refusing_witness_is_reported_and_the_checkpoint_stays_signed(
     store_url, backend, request, tmp_path, evstore_fresh
 ):

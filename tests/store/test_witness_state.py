@@ -54,6 +54,7 @@ def test_the_witness_cosigns_an_extension_and_refuses_forks(store, snapshot):
     assert done["size"] == 5 and done["origin"] == "example.test/log"
     assert verified_cosigners(five + done["cosignature"], [w.key]).keys() == {w.name}
     assert [(r["origin"], r["size"]) for r in store.log.witnessed()] == [("example.test/log", 5)]
+    assert store.log.witnessed()[0]["cosigned_at"].endswith("Z")  # one spelling, both backends
 
     # a stale old size: 409 naming the size held
     assert refused(format_add_checkpoint(0, [], five)) == (
@@ -112,3 +113,55 @@ def test_a_witness_key_file_round_trips_and_must_be_private(tmp_path):
     with pytest.raises(evstore.EvstoreError) as caught:  # a log key is no witness key
         read_cosigner_key(bad)
     assert caught.value.code == "witness.key"
+
+
+@pytest.mark.parametrize("size", [1 << 63, (1 << 64) - 1])
+def test_a_tree_size_past_a_signed_64_bit_integer_is_a_typed_refusal(store, snapshot, size):
+    """A hostile log's checkpoint of size >= 2^63 (both backends keep sizes in a signed 64-bit
+    column) is 400 ``witness.request``, not an overflow; an old size that large too.
+    """
+    w = Cosigner.generate("witness.test/w1")
+    store.set_config("witness.logs", [LOG.verifier.vkey()])
+    huge = sign_checkpoint(Checkpoint(LOG.name, size, merkle.EMPTY_ROOT), LOG)
+    assert _refused(store, w, format_add_checkpoint(0, [], huge), snapshot)[0] == "witness.request"
+    body = format_add_checkpoint(size, [], huge)
+    assert _refused(store, w, body, snapshot)[0] == "witness.request"
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        "garbage",
+        "quorum -1",
+        "log {log}\nwitness {w} {wk} file:///etc",
+        "log {log}\nwitness {w} {wk} ftp://witness.test/",
+        "log {log}\nwitness {w} {wk} http://[::1",
+        "log {log}\nwitness {w} {wk} http://user:pw@witness.test/",
+        "log {log}\nwitness {w} {wk} /relative",
+        "log {log}\nwitness {w} {wk}\nwitness {w} {wk}",
+        "log {log}\nwitness {w} {wk}\nquorum 2",
+    ],
+)
+def test_a_witness_policy_that_could_never_work_is_refused_when_set(store, snapshot, policy):
+    w = Cosigner.generate("witness.test/w1")
+    text = policy.format(log=LOG.verifier.vkey(), w=w.name, wk=w.key.vkey())
+    before = snapshot(store)
+    with pytest.raises(evstore.EvstoreError) as caught:
+        store.set_config("log.witness_policy", text)
+    assert caught.value.code == "witness.policy"
+    assert snapshot(store) == before
+    good = f"log {LOG.verifier.vkey()}\nwitness {w.name} {w.key.vkey()} https://witness.test/w"
+    assert store.set_config("log.witness_policy", good) == good
+
+
+def test_witness_logs_that_name_a_log_twice_or_a_bad_key_are_refused_when_set(store, snapshot):
+    before = snapshot(store)
+    for value, code in (
+        ([LOG.verifier.vkey(), IMPOSTOR.verifier.vkey()], "config.value"),
+        (["garbage"], "checkpoint.key"),
+    ):
+        with pytest.raises(evstore.EvstoreError) as caught:
+            store.set_config("witness.logs", value)
+        assert caught.value.code == code
+    assert snapshot(store) == before
+    assert store.set_config("witness.logs", [LOG.verifier.vkey(), STRANGER.verifier.vkey()])
