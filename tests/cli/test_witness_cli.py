@@ -45,9 +45,10 @@ def test_witness_init_key_status_and_log_cosign(store_url, tmp_path):
     r = _run("--store", store_url, "log", "cosign", "--timeout", "2")
     assert r.exit_code == 0 and "failed: cli.test/w: unreachable" in r.output, r.output
     bad_policy = f"log {vkey}\nwitness other.test/w {w.key.vkey()}\n"
-    assert _run("--store", store_url, "config", "log.witness_policy", bad_policy).exit_code == 0
-    r = _run("--store", store_url, "--json", "log", "cosign")
+    r = _run("--store", store_url, "--json", "config", "log.witness_policy", bad_policy)
     assert r.exit_code == 1 and json.loads(r.output)["error"]["code"] == "witness.policy"
+    r = _run("--store", store_url, "--json", "config", "log.witness_policy")
+    assert json.loads(r.output)["log.witness_policy"].strip() == policy.strip()  # not replaced
 
 
 def test_serve_refuses_a_witness_key_it_cannot_use(store_url, tmp_path):
