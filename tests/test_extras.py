@@ -119,6 +119,20 @@ def test_an_http_url_without_httpx_names_the_client_extra(without):
         assert ei.value.details["extra"] == "client"
 
 
+def test_an_s3_blob_backend_without_obstore_names_the_s3_extra_before_credentials(
+    without, tmp_path, monkeypatch
+):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    without("obstore")
+    args = ["--json", "init", "--blobs", "s3://bucket/prefix"]
+    err = _json_error(CliRunner().invoke(cli, args))
+    assert err["code"] == "install.extra-missing", err
+    assert err["details"] == {"extra": "s3", "module": "obstore"}
+    assert list(tmp_path.iterdir()) == []  # nothing created
+
+
 def test_the_main_job_on_sqlite_needs_no_extra(without, tmp_path):
     without(*(m for _, modules in EXTRAS.values() for m in modules))
     url = f"sqlite:///{tmp_path / 'core.db'}"

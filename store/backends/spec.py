@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
 
 from ..core.errors import error
+from ..core.extras import require
 from .base import BlobBackend
 from .credentials import S3Credentials, missing_credentials, s3_credentials
 
@@ -169,6 +170,7 @@ def open_backend(text: str, *, timeout: float | None = None) -> BlobBackend:
     Raises:
         InputError: ``blobs.spec`` (a malformed spec, ``inline``, or no S3 client).
         StoreStateError: ``blobs.backend`` (a directory that cannot be created),
+            ``install.extra-missing`` (an S3 spec without the ``s3`` extra),
             ``blobs.credentials`` (an S3 spec and no credentials configured).
     """
     spec = parse_spec(text)
@@ -178,6 +180,7 @@ def open_backend(text: str, *, timeout: float | None = None) -> BlobBackend:
     if spec.kind == "file":
         timeout = None  # a directory has no timeouts: one backend per spec
     else:
+        require("s3")  # the missing extra is named first: credentials would not help
         creds = s3_credentials()
         if creds is None:
             raise missing_credentials(spec.text)
