@@ -227,7 +227,9 @@ def test_a_witness_down_or_refusing_is_reported_not_raised(store, tmp_path):
     store.set_config("log.witness_policy", _policy(vkey, [(w, "http://127.0.0.1:9")], 1))
     r = store.log.ask_witnesses(timeout_s=2)
     assert r["cosigned"] == [] and r["failed"]["w.test/down"].startswith("unreachable")
-    store.set_config("log.witness_policy", "nonsense\n")
+    assert _code(lambda: store.set_config("log.witness_policy", "nonsense\n")) == "witness.policy"
+    other = Signer.generate("other.test/log").verifier.vkey()  # a policy of another log
+    store.set_config("log.witness_policy", _policy(other, [(w, "http://127.0.0.1:9")], 1))
     assert _code(store.log.ask_witnesses) == "witness.policy"
 
 
