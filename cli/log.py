@@ -232,7 +232,7 @@ def witness_init_key(ctx: Ctx, path: str, name: str) -> None:
 
     Prints the witness's verifier key: a log names it in its log.witness_policy.
 
-    Exit codes: 0 created; 1 log.key-file (PATH exists or cannot be written), witness.key.
+    Exit codes: 0 created; 1 witness.key (PATH exists or cannot be written, a bad name).
     """
     if any(c.isspace() or c == "+" for c in name) or not name:
         raise evstore.error("witness.key", "a witness name has no spaces or '+'")
@@ -241,7 +241,7 @@ def witness_init_key(ctx: Ctx, path: str, name: str) -> None:
         cosigner.write_private_key(path)
     except OSError as exc:
         raise evstore.error(
-            "log.key-file", f"cannot create {path}: {exc.strerror or exc}", path=path
+            "witness.key", f"cannot create {path}: {exc.strerror or exc}", path=path
         ) from None
     vkey = cosigner.key.vkey()
     emit(ctx, {"vkey": vkey, "path": path}, f"{vkey}\nprivate key: {path} (0600)")

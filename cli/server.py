@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -12,6 +13,27 @@ import evstore
 from .common import Ctx, emit, is_http_url, open_store, pass_ctx, refused_remotely
 
 __all__ = ["register", "serve", "token"]
+
+
+class Seconds(click.FloatRange):
+    """A finite number of seconds > 0: ``nan`` and ``inf`` are usage errors (exit 2).
+
+    click's FloatRange lets both through (``nan > 0`` is never checked false); found by the
+    attack: ``serve --header-timeout nan`` crashed, ``--upload-expiry nan`` never expired.
+    """
+
+    name = "seconds"
+
+    def __init__(self) -> None:
+        super().__init__(min=0, min_open=True)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """``value`` as a float, or fail naming the option if it is not finite and > 0."""
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number of seconds > 0.", param, ctx)
+        return number
+
 
 _NAMED = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.-]{0,62})=(.+)", re.S)
 
@@ -67,25 +89,25 @@ def parse_stores(args: tuple[str, ...], default: str) -> dict[str | None, str]:
 )
 @click.option(
     "--validate-seconds",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(),
     default=None,
     help="A validate running longer is stopped: 413 http.validate-cost (default 30).",
 )
 @click.option(
     "--header-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(),
     default=None,
     help="Seconds to send a request's line and headers, then 408 and closed (default 10).",
 )
 @click.option(
     "--body-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(),
     default=None,
     help="Seconds a body may take before it must arrive at 1 KiB/s, then 408 (default 15).",
 )
 @click.option(
     "--upload-expiry",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(),
     default=None,
     help="Seconds an unfinished OCI blob upload, or one no manifest names yet, is kept "
     "(default 3600).",
@@ -127,7 +149,7 @@ def parse_stores(args: tuple[str, ...], default: str) -> dict[str | None, str]:
 )
 @click.option(
     "--checkpoint-every",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(),
     default=60.0,
     show_default=True,
     help="Seconds between two signing rounds (with --log-key); each also asks the "
@@ -135,7 +157,7 @@ def parse_stores(args: tuple[str, ...], default: str) -> dict[str | None, str]:
 )
 @click.option(
     "--witness-key",
-    type=str,  # read before listening: witness.key / log.key-file, not a usage error
+    type=str,  # read before listening: witness.key, not a usage error
     default=None,
     help="Act as a witness (C2SP tlog-witness) with this key file (evstore witness "
     "init-key): POST P/add-checkpoint cosigns the logs of each store's witness.logs.",
@@ -170,9 +192,9 @@ def serve(
     Nothing is printed before the stores are open, the --log-key read and the port bound.
 
     Exit codes: 0 stopped by a signal; 1 a store cannot be served, the --log-key cannot be
-    read (log.key-file, checkpoint.key), the --witness-key is malformed (witness.key) or
-    the address cannot be listened on (http.listen,
-    e.g. the port is in use); 2 usage.
+    read (log.key-file, checkpoint.key), the --witness-key cannot be read or is malformed
+    (witness.key) or the address cannot be listened on (http.listen, e.g. the port is in
+    use); 2 usage (a seconds option that is not a finite number > 0 too).
     """
     mapping = parse_stores(stores, ctx.url)
     if any(is_http_url(url) for url in mapping.values()):  # serve opens the database itself

@@ -534,7 +534,8 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("tiles.missing", "not-found", "c2sp.org/tlog-tiles",
      "no such tile at the latest signed checkpoint (or it cannot be fetched)"),
     ("witness.key", "input", "c2sp.org/tlog-cosignature",
-     "a cosigner (witness) key is not <name>+<key ID>+<base64 type 0x04 key>"),
+     "a cosigner (witness) key is not <name>+<key ID>+<base64 type 0x04 key>, or its key "
+     "file cannot be read or written (or is not 0600)"),
     ("witness.request", "input", "c2sp.org/tlog-witness",
      "an add-checkpoint request body is not of the format"),
     ("witness.unknown-log", "not-found", "c2sp.org/tlog-witness",

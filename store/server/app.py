@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import math
 import re
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -285,7 +286,9 @@ def _witness_key(path: str) -> Cosigner:
         return read_cosigner_key(path)
     except OSError as exc:
         raise error(
-            "log.key-file", f"cannot read the witness key file {path}: {exc.strerror or exc}"
+            "witness.key",
+            f"cannot read the witness key file {path}: {exc.strerror or exc}",
+            path=path,
         ) from None
 
 
@@ -322,14 +325,15 @@ def create_app(
         InputError: ``input.invalid`` (no store, a bad name, unnamed mixed with named);
             ``log.key-file``, ``checkpoint.key`` (``log_key`` cannot be read or is
             malformed: checked once the stores are open, before anything is served);
-            ``witness.key`` (``witness_key`` malformed or not 0600), ``log.key-file`` (it
-            cannot be read).
+            ``witness.key`` (``witness_key`` malformed, not 0600 or cannot be read).
         StoreStateError: a store cannot be opened (``store.missing``, ...); every store
             opened before it is closed again.
     """
     _check_names(stores)
-    if not checkpoint_every > 0:
-        raise error("input.invalid", f"checkpoint_every {checkpoint_every!r} is not > 0 seconds")
+    if not (math.isfinite(checkpoint_every) and checkpoint_every > 0):
+        raise error(
+            "input.invalid", f"checkpoint_every {checkpoint_every!r} is not a finite number > 0 s"
+        )
     limits = limits or Limits()
     opened: list[Served] = []
     cosigner = None if witness_key is None else _witness_key(witness_key)

@@ -14,6 +14,7 @@ limits (header timeout, connection cap) are store/server/protocol.py's.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -120,6 +121,24 @@ class Limits:
     upload_expiry: float = 3600.0
     redirect_large: int = 0
     redirect_seconds: int = 300
+
+    def __post_init__(self) -> None:
+        """Refuse a seconds field that is not a finite number > 0 (``input.invalid``).
+
+        Raises:
+            EvstoreError: ``input.invalid`` naming the field: ``nan``, ``inf`` or a value
+                <= 0 would never time out (or time out at once); found by the attack.
+        """
+        for name in ("validate_seconds", "header_timeout", "body_timeout", "upload_expiry"):
+            value = getattr(self, name)
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not (ok and math.isfinite(value) and value > 0):
+                raise error(
+                    "input.invalid",
+                    f"Limits.{name} {value!r} is not a finite number of seconds > 0 "
+                    "(docs/http.md#limits)",
+                    "/" + name,
+                )
 
     def body_limit(self, method: str, path: str) -> int:
         """The body limit of a request to ``path`` (the path after the store prefix too)."""

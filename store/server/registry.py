@@ -511,23 +511,29 @@ def _upload_headers(request: Request, name: str, upload_id: str, size: int) -> d
     }
 
 
-def _digest_param(request: Request) -> str | None:
-    """The ``digest`` query parameter of an upload, or None.
+def _digest_param(request: Request, param: str = "digest") -> str | None:
+    """The ``digest`` (or ``mount``) query parameter of an upload, or None.
 
     Raises:
         InputError: ``ref.syntax`` (the OCI ``DIGEST_INVALID``): not ``sha256:<64 hex>``, or
             given more than once (which one the client meant cannot be told).
     """
-    given = request.query_params.getlist("digest")
+    given = request.query_params.getlist(param)
     if len(given) > 1:
         raise error(
             "ref.syntax",
-            f"the digest parameter is given {len(given)} times; give it once",
+            f"the {param} parameter is given {len(given)} times; give it once",
             digest=given,
+            parameter=param,
         )
     digest = given[0] if given else None
     if digest is not None and not (digest.startswith("sha256:") and _HEX64.fullmatch(digest[7:])):
-        raise error("ref.syntax", f"{digest!r} is no sha256:<64 hex> digest", digest=digest)
+        raise error(
+            "ref.syntax",
+            f"{param} {digest!r} is no sha256:<64 hex> digest",
+            digest=digest,
+            parameter=param,
+        )
     return digest
 
 
@@ -582,8 +588,8 @@ async def _upload(request: Request, one: Served, name: str, upload_id: str) -> R
     spool = _spool(request)
     method = request.method
     if method == "POST" and upload_id == "":
-        mount = request.query_params.get("mount")
-        if mount is not None and mount.startswith("sha256:") and _HEX64.fullmatch(mount[7:]):
+        mount = _digest_param(request, "mount")  # malformed: DIGEST_INVALID, nothing kept
+        if mount is not None:
             who = actor(request)
             gone = await run_in_threadpool(lambda: one.store.retention.missing([mount], actor=who))
             if not gone:  # stored already: its lease is extended, nothing to upload

@@ -23,7 +23,7 @@ def test_witness_init_key_status_and_log_cosign(store_url, tmp_path):
     w = read_cosigner_key(key)
     assert out["vkey"] == w.key.vkey() and (key.stat().st_mode & 0o777) == 0o600
     again = _run("--json", "witness", "init-key", str(key), "--name", "cli.test/w")
-    assert again.exit_code == 1 and json.loads(again.output)["error"]["code"] == "log.key-file"
+    assert again.exit_code == 1 and json.loads(again.output)["error"]["code"] == "witness.key"
     bad = _run("--json", "witness", "init-key", str(tmp_path / "x"), "--name", "a b")
     assert bad.exit_code == 1 and json.loads(bad.output)["error"]["code"] == "witness.key"
 
@@ -58,4 +58,5 @@ def test_serve_refuses_a_witness_key_it_cannot_use(store_url, tmp_path):
     r = _run("--store", store_url, "--json", "serve", "--witness-key", str(exposed))
     assert r.exit_code == 1 and json.loads(r.output)["error"]["code"] == "witness.key"
     r = _run("--store", store_url, "--json", "serve", "--witness-key", str(tmp_path / "none"))
-    assert r.exit_code == 1 and json.loads(r.output)["error"]["code"] == "log.key-file"
+    assert r.exit_code == 1 and json.loads(r.output)["error"]["code"] == "witness.key"
+    assert "none" in json.loads(r.output)["error"]["message"]  # the help and the code agree

@@ -214,6 +214,11 @@ def test_hostile_pushes_are_refused_with_nothing_kept(store_url, target, tmp_pat
     # An upload over the size limit (the server's object_bytes: 4096 here).
     r = _push_blob(c, NAME, b"x" * 5000)
     refused(r, 413, "SIZE_INVALID", "http.too-large")
+    # A malformed mount digest: DIGEST_INVALID, no upload started (found by the attack).
+    for bad in ("sha256:zz", "sha256:" + "A" * 64, "md5:" + "0" * 32, ""):
+        r = c.post(f"/v2/{NAME}/blobs/uploads/", params={"mount": bad, "from": "other"})
+        refused(r, 400, "DIGEST_INVALID", "ref.syntax")
+        assert "location" not in r.headers
     # A name with '..'; a read token cannot push.
     r = _push_blob(c, "team/..x", b"abc")
     refused(r, 400, "NAME_INVALID", "registry.name")
