@@ -54,7 +54,11 @@ class FileBackend:
             raise error("blobs.key", f"not a backend key: {key!r}", key=key)
         return self.root / key
 
-    def _write(self, key: str, fill: object) -> None:
+    def _write(self, key: str, fill: object, *, exclusive: bool = False) -> bool:
+        """Write ``key`` through a temporary file (``fill(out)``), fsynced, then renamed over
+        the key, or with ``exclusive`` hard-linked to it (``link`` fails when the name exists:
+        False, nothing changed); the directory fsynced after. True when written here.
+        """  # noqa: D205
         self._present()
         target = self._path(key)
         tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
@@ -64,15 +68,23 @@ class FileBackend:
                 fill(out)  # type: ignore[operator]
                 out.flush()
                 os.fsync(out.fileno())
-            os.replace(tmp, target)
+            if exclusive:
+                try:
+                    os.link(tmp, target)
+                except FileExistsError:
+                    return False
+            else:
+                os.replace(tmp, target)
             fd = os.open(target.parent, os.O_RDONLY)
             try:
                 os.fsync(fd)
             finally:
                 os.close(fd)
+            return True
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
             raise self._fault(f"write {key}", exc) from None
+        finally:
+            tmp.unlink(missing_ok=True)
 
     def put_file(self, key: str, path: str) -> None:
         """Store the local file at ``path`` under ``key`` (temporary file, fsync, rename).
@@ -88,32 +100,10 @@ class FileBackend:
         self._write(key, lambda out: out.write(data))  # type: ignore[attr-defined]
 
     def create_bytes(self, key: str, data: bytes) -> bool:
-        """Store ``data`` under ``key`` unless it exists: a temporary file, fsynced, then
-        hard-linked to the key (``link`` fails when the name exists); True when made here.
+        """Store ``data`` under ``key`` unless it exists (hard link of a temporary file, which
+        fails when the name exists); True when made here.
         """  # noqa: D205
-        self._present()
-        target = self._path(key)
-        tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "xb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-            try:
-                os.link(tmp, target)
-            except FileExistsError:
-                return False
-            fd = os.open(target.parent, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            return True
-        except OSError as exc:
-            raise self._fault(f"write {key}", exc) from None
-        finally:
-            tmp.unlink(missing_ok=True)
+        return self._write(key, lambda out: out.write(data), exclusive=True)  # type: ignore[attr-defined]
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
         """Bytes ``[start, end)`` of the object (``corruption.blob-missing`` when absent)."""
