@@ -213,7 +213,7 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
         resp, promised = get_object(self.http, path)  # from the bucket when redirected
         h = Hasher()
         for chunk in self.http.iter_bytes(resp, "GET", path):
-            h.update(chunk)
+            h.submit(chunk)  # hashed by workers while the next chunk is received
             sink(chunk)
         digest = h.digest()
         self._verify(ref, digest)
@@ -247,7 +247,7 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
         start = fh.tell()
         h = Hasher()
         while chunk := fh.read(_CHUNK):
-            h.update(chunk)
+            h.submit(chunk)  # hashed by workers while the next chunk is read
 
         def body() -> Iterator[bytes]:
             fh.seek(start)
@@ -346,7 +346,7 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
         def chunks() -> Iterator[bytes]:
             h = Hasher()
             for chunk in self.http.iter_bytes(resp, "GET", path):
-                h.update(chunk)
+                h.submit(chunk)  # hashed by workers while the caller uses it
                 yield chunk
             digest = h.digest()
             self._verify(parsed, digest)
