@@ -27,6 +27,8 @@ machine may be shared):
        the same file (ratios = obstore s / client s), and the get again with
        ``serve --redirect-large`` (the client fetches from the bucket and verifies). The
        server's peak resident memory (``VmHWM``) is reported: bounded by chunks, not SIZE.
+       Each transfer's CPU seconds in the client, the server and SeaweedFS are reported
+       beside it (on a machine of few cores they bound the wall time from below).
 
 Two servers against one and collection under writers: bench/blobs_scale.py.
 
@@ -206,6 +208,12 @@ def _vm_hwm(pid: int) -> int:
     return 0
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux /proc/PID/stat)."""
+    rest = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     proc.send_signal(signal.SIGTERM)
     try:
@@ -229,13 +237,17 @@ def part_c(backend: str, sw: seaweed.Seaweed, size: int) -> dict[str, Any]:
             store.set_config("blobs.backend", spec)
             store.set_config("blobs.timeout_seconds", TIMEOUT_S)
             token = evstore.create_token(store, "admin", "bench")["token"]
-        raw_put, raw_get, _ = _raw_put_get(raw, path, size)
+        weed0 = _cpu_s(sw.proc.pid)
+        raw_put, raw_get, raw_get_cpu = _raw_put_get(raw, path, size)
+        out["obstore_put_get_weed_cpu_s"] = round(_cpu_s(sw.proc.pid) - weed0, 3)
+        out["obstore_get_client_cpu_s"] = round(raw_get_cpu, 3)
         # One server per phase, so each peak resident memory belongs to one transfer.
         phases = (("put", ()), ("served", ()), ("redirected", ("--redirect-large", str(8 * MIB))))
         address = ""
         for label, extra in phases:
             proc, base = _serve(fs.url, Path(tmp), *extra)
             try:
+                cpu0 = (time.process_time(), _cpu_s(proc.pid), _cpu_s(sw.proc.pid))
                 with evstore.open(base, token=token) as remote:
                     if label == "put":
                         with open(path, "rb") as f:
@@ -250,6 +262,12 @@ def part_c(backend: str, sw: seaweed.Seaweed, size: int) -> dict[str, Any]:
                                 got += len(chunk)
                         out[f"{label}_get_s"] = round(time.perf_counter() - t0, 3)
                         assert got == size
+                # Where the transfer's CPU went: this client, the server, SeaweedFS (seconds).
+                out[f"{label}_cpu_s"] = {
+                    "client": round(time.process_time() - cpu0[0], 3),
+                    "server": round(_cpu_s(proc.pid) - cpu0[1], 3),
+                    "weed": round(_cpu_s(sw.proc.pid) - cpu0[2], 3),
+                }
                 out[f"{label}_server_peak_rss_bytes"] = _vm_hwm(proc.pid)
             finally:
                 _stop(proc)
