@@ -25,7 +25,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, BinaryIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, overload
 
 import httpx
 
@@ -282,6 +282,7 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
             )
         return PutResult(digest, bool(out.get("new", resp.status_code == 201)))
 
+    @overload
     def put_many(
         self,
         items: Iterable[Any],
@@ -289,19 +290,42 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
         batch: int | None = None,
         on_batch: Callable[[int, int], None] | None = None,
         progress: Callable[[int], None] | None = None,
-    ) -> list[PutResult]:
+        results: None = None,
+    ) -> list[PutResult]: ...
+
+    @overload
+    def put_many(
+        self,
+        items: Iterable[Any],
+        *,
+        batch: int | None = None,
+        on_batch: Callable[[int, int], None] | None = None,
+        progress: Callable[[int], None] | None = None,
+        results: Callable[[PutResult], object],
+    ) -> int: ...
+
+    def put_many(
+        self,
+        items: Iterable[Any],
+        *,
+        batch: int | None = None,
+        on_batch: Callable[[int, int], None] | None = None,
+        progress: Callable[[int], None] | None = None,
+        results: Callable[[PutResult], object] | None = None,
+    ) -> list[PutResult] | int:
         """Store many blobs in one request, all or nothing (``POST /v1/objects/batch``).
 
-        ``items`` as :meth:`Store.put_many`; one transaction on the server (or one per
-        ``batch``, with the library's batch semantics). store/client/bulk.py.
+        ``items`` and ``results`` as :meth:`Store.put_many`; one transaction on the server
+        (or one per ``batch``, with the library's batch semantics). store/client/bulk.py.
 
         Raises:
             InputError: ``input.unreadable``, ``input.invalid``; the server's errors.
         """
         self._live()
-        from .bulk import put_many
+        from .bulk import put_many as put
 
-        return put_many(self.http, items, batch=batch, on_batch=on_batch, progress=progress)
+        out = put(self.http, items, batch=batch, on_batch=on_batch, progress=progress, sink=results)
+        return out if results is None else len(out)
 
     def get(self, ref: str) -> bytes:
         """The exact bytes a content ref names, verified here against the ref.

@@ -58,6 +58,7 @@ __all__ = [
     "log_size",
     "parse_entry",
     "root_at",
+    "spill_entries",
 ]
 
 #: The operations an entry names.
@@ -194,18 +195,102 @@ def _plain_entry(m: re.Match[bytes]) -> dict[str, Any]:
 
 @dataclass
 class _Pending:
-    """The entries one transaction records, appended by its commit hook."""
+    """The entries one transaction records, appended by its commit hook.
+
+    ``items`` are the entries not written yet. A transaction that records many (a put of
+    many blobs) writes them as it goes with :func:`spill_entries`, keeping one chunk's in
+    memory: on SQLite straight into ``log_queue`` under the batch number it takes at the
+    first spill (writers are serialized, so no other batch can come between); on PostgreSQL
+    into a temporary table, moved into ``log_queue`` under one batch number at the commit
+    (the number must be taken by the transaction's last statement: docs/log.md,
+    "Sequencing and integration"). Every entry of the transaction has one accepting time.
+    """
 
     items: list[tuple[str, str, str, int, str | None, str | None]] = field(default_factory=list)
+    accepted_at: str | None = None
+    written: int = 0
+    batch: int | None = None
+    staged: bool = False
 
     def __call__(self, conn: Connection) -> None:
+        if self.written:
+            self.spill(conn)
+            if self.staged:
+                driver_rows(conn, _UNSTAGE_PG)
+            return
         if not self.items:
             return
-        now = utc_text(_dt.datetime.now(_dt.UTC))
+        enqueue_entries(conn, list(zip(self._addresses(), self._encoded(), strict=True)))
+
+    def spill(self, conn: Connection) -> None:
+        """Write :attr:`items` now (see the class docstring) and forget them."""
+        if not self.items:
+            return
+        rows = [
+            (self.written + i, a, d)
+            for i, (a, d) in enumerate(zip(self._addresses(), self._encoded(), strict=True))
+        ]
+        if conn.dialect.name == "postgresql":
+            if not self.staged:
+                driver_rows(conn, _STAGE_PG)
+                self.staged = True
+            if len(rows) >= COPY_MIN_ROWS:
+                copy_rows(conn, _STAGE, ("pos", "address", "entry"), _QUEUE_TYPES[1:], rows)
+            else:
+                driver_rows(
+                    conn,
+                    f"INSERT INTO {_STAGE} (pos, address, entry)"
+                    " SELECT * FROM unnest(%b::integer[], %b::varchar[], %b::bytea[])",
+                    ([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]),
+                )
+        else:
+            if self.batch is None:
+                self.batch = int(driver_rows(conn, _NEXT_BATCH_SQLITE)[0][0])
+            driver_rows(
+                conn,
+                "INSERT INTO log_queue (batch, pos, address, entry) VALUES (?, ?, ?, ?)",
+                [(self.batch, *r) for r in rows],
+                many=True,
+            )
+        self.written += len(rows)
+        self.items.clear()
+
+    def _addresses(self) -> list[str]:
+        return [_hex(it[1]) for it in self.items]
+
+    def _encoded(self) -> list[bytes]:
+        if self.accepted_at is None:
+            self.accepted_at = utc_text(_dt.datetime.now(_dt.UTC))
+        now = self.accepted_at
         # One canonical form for all entries, one domain pass (canonical.dumps_many).
-        objs = [_entry(op, a, s, n, now, k, r) for op, a, s, n, k, r in self.items]
-        datas = dumps_many(objs)
-        enqueue_entries(conn, [(_hex(it[1]), d) for it, d in zip(self.items, datas, strict=True)])
+        return dumps_many([_entry(op, a, s, n, now, k, r) for op, a, s, n, k, r in self.items])
+
+
+def spill_entries(conn: Connection) -> None:
+    """Write the entries the transaction on ``conn`` recorded so far, and forget them.
+
+    For a write that records many entries (a put of many blobs, between its chunks): its
+    memory then holds one chunk's entries. The guarantees stay those of
+    :func:`enqueue_entries`: one batch for the transaction, numbered at its commit on
+    PostgreSQL, consecutive positions in recording order, nothing left by a rollback.
+    """
+    pending: _Pending = commit_hook(conn, _HOOK, _Pending)
+    pending.spill(conn)
+
+
+#: The temporary table a PostgreSQL transaction spills its entries to (emptied at commit).
+_STAGE = "evstore_log_stage"
+_STAGE_PG = (
+    f"CREATE TEMP TABLE IF NOT EXISTS {_STAGE} (pos integer, address varchar(64),"
+    " entry bytea) ON COMMIT DELETE ROWS"
+)
+#: The spilled entries into ``log_queue`` under one batch number, taken by this statement.
+_UNSTAGE_PG = (
+    "WITH b AS MATERIALIZED (SELECT nextval('log_queue_batches') AS n)"
+    " INSERT INTO log_queue (batch, pos, address, entry)"
+    f" SELECT b.n, s.pos, s.address, s.entry FROM b, {_STAGE} AS s"
+)
+_NEXT_BATCH_SQLITE = "SELECT COALESCE(MAX(batch), 0) + 1 FROM log_queue"
 
 
 _QUEUE_TYPES = ("int8", "int4", "varchar", "bytea")
@@ -243,7 +328,7 @@ def enqueue_entries(conn: Connection, entries: Sequence[tuple[str, bytes]]) -> N
         )
         driver_rows(conn, _ENQUEUE_PG, columns)
         return
-    top = driver_rows(conn, "SELECT COALESCE(MAX(batch), 0) + 1 FROM log_queue")[0][0]
+    top = driver_rows(conn, _NEXT_BATCH_SQLITE)[0][0]
     driver_rows(
         conn,
         "INSERT INTO log_queue (batch, pos, address, entry) VALUES (?, ?, ?, ?)",
