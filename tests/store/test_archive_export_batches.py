@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from tamperkit import tampering
 
 import evstore
 from evstore.archive import writing
 from evstore.archive.layout import blob_name, tar_info
+from evstore.archive.ops import closure_manifest
 
 
 def _closure(store: evstore.Store, data: list[bytes]) -> tuple[str, list]:
@@ -111,3 +113,23 @@ def test_a_corrupt_object_in_a_later_batch_is_never_written(
         assert stored not in written
         assert not out.exists()
     assert list(where.iterdir()) == []  # no temporary left behind
+
+
+def test_the_walk_names_a_member_that_is_not_stored_and_a_malformed_row(store, tmp_path):
+    root, puts = _closure(store, [f"member {i}".encode() for i in range(700)])  # 2 batches
+    gone, bad = sorted(p.digest.blake3 for p in puts)[650], puts[3].digest.blake3
+    with tampering(store) as conn:
+        conn.execute(sa.text("DELETE FROM blobs WHERE address = :a"), {"a": gone})
+    out = tmp_path / "a.tar"
+    with pytest.raises(evstore.NotFound) as exc:
+        evstore.export_archive(store, [root], out)
+    assert (exc.value.code, exc.value.details["address"]) == ("not-found.blob", "blake3:" + gone)
+    with store.transactions.read() as conn, pytest.raises(evstore.NotFound):
+        closure_manifest(conn, root)  # what an OCI pull computes: the same walk
+    assert not out.exists()
+    if store.db.backend == "sqlite":  # only SQLite stores text in an integer column
+        with store.db.engine.begin() as conn:
+            conn.execute(sa.text("UPDATE blobs SET size = 'ten' WHERE address = :a"), {"a": bad})
+        with pytest.raises(evstore.CorruptionError) as rot:
+            evstore.export_archive(store, [root], out)
+        assert rot.value.code == "corruption.row" and not out.exists()
