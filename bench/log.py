@@ -12,7 +12,8 @@ Parts (docs/benchmarks.md, "Tamper-evident log", has the method and the recorded
        one writer and with 8 writer processes: this tree with the log (each transaction
        queues its entries; an integrator process runs beside the writers, and the final
        round integrating the rest is timed in) against this tree with the log disabled
-       (the queue insert patched out), in the same run (issue 26; target >= 0.9), or with
+       (the commit hook patched out: no entry is made or queued), in the same run (issue
+       26; target >= 0.9), or with
        ``--base REV`` against that commit's tree, exported with ``git archive`` and
        imported from a temporary directory. Ratio = base seconds / ours (throughput ratio).
     p  Inclusion-proof latency at ``--entries`` entries (default 1,000,000; the log is
@@ -64,9 +65,10 @@ if tree:
 sys.path.insert(0, sys.argv[5])
 import os
 import evstore
-if os.environ.get("EVBENCH_LOG_OFF"):  # the log disabled: writes queue no entry
+if os.environ.get("EVBENCH_LOG_OFF"):  # the log disabled: no entry made, none queued
     import evstore.objects.log_entries as _le
-    _le.enqueue_entries = lambda conn, entries: None
+    _le._Pending.__call__ = lambda self, conn: None
+    _le._Pending.spill = lambda self, conn: None
 from core import _make_doc
 rng = random.Random(first)
 docs = [json.dumps(_make_doc(rng, first + i), indent=1).encode() for i in range(count)]
