@@ -171,7 +171,7 @@ def part_t(
                 exported = store.log.export_tiles(tmp / "www")
                 out["export_s"] = time.perf_counter() - t
                 out["files"] = exported["written"]
-            # export_tiles writes 0600 files (mkstemp); nginx's worker is another user
+            # mkdtemp's 0700: nginx's worker is another user (the files are 0644)
             for d, _, files in os.walk(tmp):
                 os.chmod(d, 0o755)
                 for f in files:

@@ -134,12 +134,17 @@ def read_tile(tx: Transactions, path: str) -> tuple[bytes, bool]:
         return _tile_bytes(conn, ref), ref.full
 
 
+#: Exported files are public (for static hosting): readable by a web server's own user.
+_FILE_MODE = 0o644
+
+
 def _write_atomic(target: Path, data: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            os.fchmod(f.fileno(), _FILE_MODE)  # mkstemp made it 0600
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
@@ -153,7 +158,8 @@ def export_tiles(tx: Transactions, directory: str | os.PathLike[str]) -> dict[st
     Incremental: a full tile (or bundle) already present with its length is not written
     again; partial tiles of the current size are written when missing; then
     ``checkpoint`` is replaced. Every file appears by an atomic rename, so an export killed
-    at any point leaves whole files only, and the next export completes it.
+    at any point leaves whole files only, and the next export completes it. Files are
+    written with mode 0644 (public data, read by a web server running as another user).
 
     Returns:
         ``{"size": the checkpoint's size, "written": files written, "kept": full tiles

@@ -83,6 +83,9 @@ def test_verify_proof_tiles_with_a_policy(store_url, tmp_path):
         vkey = store.log.key()
         store.log.export_tiles(tmp_path / "tiles")
     (tmp_path / "vkey").write_text(vkey + "\n")
+    exported = [p for p in (tmp_path / "tiles").rglob("*") if p.is_file()]
+    assert len(exported) > 5  # public files: a web server's own user reads them
+    assert {p.stat().st_mode & 0o777 for p in exported} == {0o644}
     cp = tmp_path / "tiles" / "checkpoint"
     note = cp.read_text()
     cp.write_text(note + w1.cosign(note, 1_700_000_000))  # one witness cosigned it
