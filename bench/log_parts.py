@@ -8,7 +8,10 @@ t  Tile serving of a ``--entries`` log (filled by the library's bulk append, as 
    serving the files ``store.log.export_tiles`` wrote, in the same run, alternating,
    with the same client (wrk, a Lua script picking a random full tile, entry bundle or
    the checkpoint per request) at the same concurrency. Ratio = evstore req/s / nginx
-   req/s; target >= 0.5.
+   req/s; target >= 0.5. Beside them, the same files served from memory by the smallest
+   ASGI app on the same server stack (uvicorn, one worker, a dict from path to bytes: no
+   framework, no store, no check), the best any Python ASGI server can do here, so its
+   ratio to nginx bounds what evstore serve can reach; and evstore's own ``GET /v1``.
 l  Time from acceptance (a ``put`` returned: committed) to the first signed checkpoint
    that includes its entry, with ``evstore serve --log-key K --checkpoint-every S``
    integrating and signing as it does in production, a writer putting ``--rate`` new
@@ -145,6 +148,43 @@ def _nginx(root: Path, port: int) -> Proc:
     return Proc([nginx, "-c", str(conf), "-p", str(top)], port)
 
 
+#: The stack ceiling of part t: the exported files from memory, nothing else (raw ASGI).
+_STACK_APP = """
+import os
+ROOT = os.environ["EVBENCH_TILES"]
+FILES = {}
+for d, _, names in os.walk(ROOT):
+    for n in names:
+        full = os.path.join(d, n)
+        FILES["/" + os.path.relpath(full, ROOT)] = open(full, "rb").read()
+
+
+async def app(scope, receive, send):
+    body = FILES.get(scope["path"])
+    if body is None:
+        await send({"type": "http.response.start", "status": 404, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    headers = [(b"content-length", str(len(body)).encode()), (b"content-type", b"text/plain")]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+"""
+
+
+def _stack(root: Path, port: int) -> Proc:
+    """uvicorn (the server stack of ``evstore serve``) with :data:`_STACK_APP` over ``root``."""
+    import sys
+
+    app_dir = root.parent / "stackapp"
+    app_dir.mkdir(exist_ok=True)
+    (app_dir / "tiles_stack.py").write_text(_STACK_APP)
+    argv = [sys.executable, "-m", "uvicorn", "tiles_stack:app", "--app-dir", str(app_dir)]
+    argv += ["--host", "127.0.0.1", "--port", str(port), "--no-access-log", "--log-level"]
+    argv += ["warning"]
+    os.environ["EVBENCH_TILES"] = str(root)
+    return Proc(argv, port)
+
+
 def part_t(
     backend: str,
     entries: int,
@@ -183,12 +223,19 @@ def part_t(
             script = tmp / "tiles.lua"
             script.write_text(_LUA % (", ".join(f'"/{p}"' for p in paths), 26))
             out["paths"] = {"full_tiles": len(full), "sampled": len(paths), "checkpoint": 250}
-            runs: dict[str, list[dict[str, Any]]] = {"evstore": [], "nginx": [], "evstore_v1": []}
-            for _ in range(rounds):  # alternate, so a change in the machine's load hits both
-                for name in ("evstore", "nginx"):
+            runs: dict[str, list[dict[str, Any]]] = {
+                "evstore": [],
+                "nginx": [],
+                "evstore_v1": [],
+                "stack": [],
+            }
+            for _ in range(rounds):  # alternate, so a change in the machine's load hits all
+                for name in ("evstore", "nginx", "stack"):
                     port = free_port()
                     if name == "nginx":
                         proc = _nginx(tmp / "www", port)
+                    elif name == "stack":
+                        proc = _stack(tmp / "www", port)
                     else:
                         argv = [EVSTORE, "--store", fs.url, "-q", "serve", "--port", str(port)]
                         argv += ["--no-access-log", "--public-read"]
@@ -212,13 +259,16 @@ def part_t(
             out[name]["all_rps"] = [x["rps"] for x in got]
         out["ratio"] = out["evstore"]["rps"] / out["nginx"]["rps"]
         out["ratio_to_own_floor"] = out["evstore"]["rps"] / out["evstore_v1"]["rps"]
+        out["stack_ratio_to_nginx"] = out["stack"]["rps"] / out["nginx"]["rps"]
         print(
             f"tiles at {entries} entries, {connections} connections: evstore"
             f" {out['evstore']['rps']:.0f} req/s (p50 {out['evstore']['p50_ms']:.2f} ms, p99"
             f" {out['evstore']['p99_ms']:.2f} ms), nginx {out['nginx']['rps']:.0f} req/s (p50"
             f" {out['nginx']['p50_ms']:.2f} ms, p99 {out['nginx']['p99_ms']:.2f} ms):"
             f" ratio {out['ratio']:.3f}; evstore's GET /v1 (no read) {out['evstore_v1']['rps']:.0f}"
-            f" req/s (tiles at {out['ratio_to_own_floor']:.2f} of it); fill"
+            f" req/s (tiles at {out['ratio_to_own_floor']:.2f} of it); the bare stack serving"
+            f" the files from memory {out['stack']['rps']:.0f} req/s"
+            f" ({out['stack_ratio_to_nginx']:.3f} of nginx); fill"
             f" {out['fill_s']:.0f} s, export {out['export_s']:.0f} s ({out['files']} files)",
             flush=True,
         )
