@@ -4,6 +4,7 @@ Usage::
 
     python bench/oci.py [--backend sqlite|postgresql] [--objects 1000] [--size 10240]
                         [--repeat 3] [--only pull|push] [--timeout 3600]
+                        [--client skopeo|oras] [--jobs 4]
 
 The store holds ``--objects`` random blobs of ``--size`` bytes and one ``json`` document
 naming them all (its closure: ``--objects`` + 1 objects), retained under the root
@@ -25,6 +26,12 @@ subprocess). The same closure is exported once as a layout directory. Each varia
              check of ``archive import``.
     import   ``evstore archive import TAR`` of the same closure exported as a tar, into an
              empty store (a new one each run). Ratio import s / push s, target >= 0.7.
+
+With ``--client oras`` the client is bench/oci_oras.py instead of skopeo: the ``oras`` SDK
+moving ``--jobs`` layers at once (pull into a layout, every blob hashed and checked; push of
+every blob, then the manifest), and the pull's ceiling is the same script copying the layout
+on disk with the same threads (read, hash, write: no server). The push's ceiling is still
+``archive import``.
 
 Besides the wall clock, each run records CPU seconds: the client's (skopeo, or the import
 process: its own and its children's), and the server's (``utime + stime`` of the ``evstore
@@ -58,6 +65,7 @@ import evstore
 ROOT = "bench/closure"
 ONE = "bench/one"
 EVSTORE = str(Path(sys.executable).with_name("evstore"))
+ORAS = str(Path(__file__).resolve().with_name("oci_oras.py"))
 
 
 def _fill(url: str, n: int, size: int) -> tuple[str, str]:
@@ -113,7 +121,9 @@ def _children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _timed(args: list[str], server: int | None = None) -> dict[str, float | None]:
+def _timed(
+    args: list[str], server: int | None = None, env: dict[str, str] | None = None
+) -> dict[str, float | None]:
     """Run ``args``: ``{"wall": s or None (killed at TIMEOUT_S), "cpu": s, "server_cpu": s}``.
 
     ``cpu`` is the command's (and its children's) CPU seconds; ``server_cpu`` that of the
@@ -123,7 +133,13 @@ def _timed(args: list[str], server: int | None = None) -> dict[str, float | None
     t0 = time.perf_counter()
     wall: float | None
     try:
-        done = subprocess.run(args, capture_output=True, timeout=TIMEOUT_S, check=False)
+        done = subprocess.run(
+            args,
+            capture_output=True,
+            timeout=TIMEOUT_S,
+            check=False,
+            env=None if env is None else {**os.environ, **env},
+        )
         wall = time.perf_counter() - t0
     except subprocess.TimeoutExpired:  # killed and waited for: its CPU is counted below
         done, wall = None, None
@@ -136,15 +152,26 @@ def _timed(args: list[str], server: int | None = None) -> dict[str, float | None
 
 
 def _push(
-    backend: str, skopeo: str, layout: Path, root: str, work: Path
+    a: argparse.Namespace, skopeo: str, layout: Path, root: str, manifest: str, work: Path
 ) -> dict[str, float | None]:
-    """skopeo pushing the closure ``root`` of ``layout`` into an empty store (:func:`_timed`)."""
+    """The client pushing the closure ``root`` (its manifest ``manifest``) of ``layout``
+    into an empty store (:func:`_timed`).
+    """
+    backend = a.backend
     with fresh_store(backend, "ocipush") as dst:
         with evstore.open(dst.url) as store:
             token = evstore.create_token(store, "ingest", "bench")["token"]
         port = _port()
         server = _serve(dst.url, port, work / "push.log", public=False)
         try:
+            if a.client == "oras":
+                return _timed(
+                    [sys.executable, ORAS, "push", "--host", f"127.0.0.1:{port}"]
+                    + ["--name", "bench/pushed", "--layout", str(layout)]
+                    + ["--manifest", manifest, "--tag", root[7:], "--jobs", str(a.jobs)],
+                    server.pid,
+                    env={"EVSTORE_TOKEN": token},
+                )
             return _timed(
                 [skopeo, "--insecure-policy", "copy", "-q", "--dest-tls-verify=false"]
                 + [f"--dest-creds=evstore:{token}", f"oci:{layout}:{root[7:]}"]
@@ -178,6 +205,8 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=10 * 1024, help="bytes per object")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", choices=["pull", "push"], default=None, help="one side only")
+    ap.add_argument("--client", choices=["skopeo", "oras"], default="skopeo")
+    ap.add_argument("--jobs", type=int, default=4, help="layers at once (--client oras)")
     ap.add_argument(
         "--timeout", type=float, default=TIMEOUT_S, help="seconds before a command is killed"
     )
@@ -202,26 +231,27 @@ def main() -> None:
         try:
             for i in range(a.repeat):
                 if a.only != "pull":
-                    runs["push"].append(_push(a.backend, skopeo, work / "layout", root, work))
+                    layout = work / "layout"
+                    runs["push"].append(_push(a, skopeo, layout, root, digests[root], work))
                     runs["import"].append(_import(a.backend, work / "closure.tar"))
                 if a.only == "push":
                     continue
-                for key, ref, layout_ref in (
-                    ("", f"{ROOT}@{digests[root]}", root[7:]),
-                    ("_one", f"{ONE}@{digests[single]}", single[7:]),
-                ):
-                    src_ref = f"docker://127.0.0.1:{port}/{ref}"
+                for key, name, address in (("", ROOT, root), ("_one", ONE, single)):
+                    digest, layout_ref = digests[address], address[7:]
+                    src_ref = f"docker://127.0.0.1:{port}/{name}@{digest}"
                     pulled = work / f"pull{key}{i}"
-                    runs["pull" + key].append(
-                        _timed(
-                            [*base, "--src-tls-verify=false", src_ref, f"oci:{pulled}"],
-                            server.pid,
-                        )
-                    )
                     copied = work / f"copy{key}{i}"
-                    runs["ceiling" + key].append(
-                        _timed([*base, f"oci:{work / 'layout'}:{layout_ref}", f"oci:{copied}"])
-                    )
+                    if a.client == "oras":
+                        common = ["--manifest", digest, "--jobs", str(a.jobs)]
+                        pull_args = [sys.executable, ORAS, "pull", *common, "--out", str(pulled)]
+                        pull_args += ["--host", f"127.0.0.1:{port}", "--name", name]
+                        copy_args = [sys.executable, ORAS, "copy", *common, "--out", str(copied)]
+                        copy_args += ["--layout", str(work / "layout")]
+                    else:
+                        pull_args = [*base, "--src-tls-verify=false", src_ref, f"oci:{pulled}"]
+                        copy_args = [*base, f"oci:{work / 'layout'}:{layout_ref}", f"oci:{copied}"]
+                    runs["pull" + key].append(_timed(pull_args, server.pid))
+                    runs["ceiling" + key].append(_timed(copy_args))
                     shutil.rmtree(pulled, ignore_errors=True)
                     shutil.rmtree(copied, ignore_errors=True)
         finally:
@@ -255,6 +285,8 @@ def main() -> None:
         "objects": a.objects,
         "size": a.size,
         "repeat": a.repeat,
+        "client": a.client,
+        "jobs": a.jobs if a.client == "oras" else None,
         "timeout_s": TIMEOUT_S,
         "runs_s": runs,
         "median_s": med,
@@ -279,7 +311,8 @@ def main() -> None:
             print(f"{key} {result[key]:.2f}  target >= {target}")
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    path = RESULTS_DIR / f"oci-{a.backend}-{stamp}.json"
+    client = "" if a.client == "skopeo" else f"{a.client}-"
+    path = RESULTS_DIR / f"oci-{client}{a.backend}-{stamp}.json"
     path.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
     print(f"result: {path}")
 
