@@ -450,10 +450,13 @@ def put_many(
         if not copy_bound and row["chunk_set"] is None:
             unlooked[dg.blake3] = data
     written: set[str] = set()
+    ids: dict[str, int] = {}
     if rows:
         rows.sort(key=operator.itemgetter("address"))  # one lock order for every writer
         if conn.dialect.name == "postgresql" and len(rows) >= 1000:
             written = _copy_blobs(conn, rows)
+        elif conn.dialect.name == "sqlite":
+            written, ids = _sqlite_insert_blobs(conn, rows)
         else:
             written = {k[0] for k in insert_returning(conn, blobs, rows)}
         for r in rows:
@@ -464,7 +467,7 @@ def put_many(
                     sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == r["chunk_set"])
                 )
     _settle_skipped(conn, rows, by_address, unlooked, written)
-    note_blobs(conn, seen, fresh=written)
+    note_blobs(conn, seen, fresh=written, ids=ids)
     results: list[PutResult] = []
     logged: list[Digest] = []
     for i, dg in enumerate(digests):
@@ -475,6 +478,34 @@ def put_many(
             logged.append(dg)
     append_puts(conn, logged)
     return results
+
+
+def _sqlite_insert_blobs(
+    conn: Connection, rows: list[dict[str, Any]]
+) -> tuple[set[str], dict[str, int]]:
+    """SQLite: insert ``rows`` (sorted by address, distinct); ``(addresses written, ids)``.
+
+    ``ids`` (``address -> blobs.id``) is taken from the insert when it wrote every row and
+    the table's largest id grew by exactly their number: SQLite gives a row without an id
+    one more than the largest id in the table (sqlite.org/autoinc.html; at the largest
+    possible id it picks at random, and the count then cannot match), and one writer runs
+    at a time, so the rows hold ``top + 1 ...`` in insertion (address) order. Otherwise
+    ``ids`` is empty and the roots and leases look the ids up by address
+    (:func:`~evstore.objects.leases.blob_ids`), as before (issue 29: that lookup was a random
+    probe of the address index per new blob).
+    """
+    top = driver_rows(conn, _MAX_ID)[0][0]
+    written = {k[0] for k in insert_returning(conn, blobs, rows)}
+    if len(written) != len(rows):
+        return written, {}
+    last = driver_rows(conn, _MAX_ID)[0][0]
+    first = 1 if top is None else int(top) + 1
+    if last is None or int(last) - first + 1 != len(rows):
+        return written, {}
+    return written, {r["address"]: first + i for i, r in enumerate(rows)}
+
+
+_MAX_ID = "SELECT max(id) FROM blobs"
 
 
 def _settle_skipped(
