@@ -88,14 +88,19 @@ def _docs(rng: random.Random, n: int) -> list[bytes]:
     return out
 
 
-def _raw_get(fs: Any) -> tuple[Any, Any]:
-    """``(get(address) -> bytes, close)``: the driver's point lookup plus BLAKE3 (core (d))."""
+def _raw_get(fs: Any) -> tuple[Any, Any, int | None]:
+    """``(get(address) -> bytes, close, server pid)``: the driver's point lookup plus BLAKE3
+    (core (d)); the pid is PostgreSQL's backend of the connection (None on SQLite), metered
+    with the ceiling as the store's is with ours.
+    """
+    pid = None
     if fs.backend == "sqlite":
         conn = raw_sqlite(fs.sqlite_path)
         sql, cur = "SELECT data FROM blobs WHERE address = ?", conn
     else:
         conn = raw_pg(fs.pg_conninfo, autocommit=True)
         sql, cur = "SELECT data FROM blobs WHERE address = %s", conn.cursor()
+        pid = conn.info.backend_pid
 
     def get(address: str) -> bytes:
         # fetchall: the statement runs to its end, so no read snapshot stays open (one left
@@ -105,7 +110,7 @@ def _raw_get(fs: Any) -> tuple[Any, Any]:
             raise RuntimeError("raw read mismatch")
         return data
 
-    return get, conn.close
+    return get, conn.close, pid
 
 
 def _time(fn: Any, pid: int | None) -> tuple[float, float]:
@@ -140,7 +145,7 @@ def measure_size(backend: str, n: int, repeats: int, seed: int) -> dict[str, Any
                 "integrate_s": integrate_s,
                 "integrated": integrated,
             }
-            raw_get, raw_close = _raw_get(fs)
+            raw_get, raw_close, raw_pid = _raw_get(fs)
             try:
                 for op in ("put", "ingest", "get"):
                     timed: dict[str, list[tuple[float, float]]] = {"": [], "_raw": []}
@@ -148,7 +153,9 @@ def measure_size(backend: str, n: int, repeats: int, seed: int) -> dict[str, Any
                         ours, raw, count = _operation(op, store, fs, rng, addresses, raw_get)
                         pair = [("", ours), ("_raw", raw)]
                         for side, fn in pair if rep % 2 == 0 else pair[::-1]:
-                            timed[side].append(_time(fn, pid if side == "" else None))
+                            # PostgreSQL: each side's server backend is metered with it
+                            # (a raw put/ingest meters its own connection's, _time).
+                            timed[side].append(_time(fn, pid if side == "" else raw_pid))
                         store.log.integrate()  # untimed: the queue stays as small as served
                     for side, runs in timed.items():
                         walls = [w / count * 1e6 for w, _ in runs]
@@ -168,8 +175,10 @@ def _operation(
 ) -> tuple[Any, Any, int]:
     """``(ours, raw ceiling, objects)`` for one repeat of ``op``: two callables, new inputs each.
 
-    The raw ceiling's CPU is this process only: on PostgreSQL its COPY's server work is not
-    metered (its connection is not the store's), so there its CPU figure is a lower bound.
+    On PostgreSQL each side's CPU includes its connection's server backend: ours the store's,
+    the ceiling's put and ingest their own connection's (``_raw_insert_blobs`` meters it)
+    and its get the read connection's (before 2026-12-04 the raw get's was left out, so its
+    CPU figure was the client's alone and could not grow with the table).
     """
     if op == "put":
         mine, theirs = _blobs(rng, PUT_N), _blobs(rng, PUT_N)
