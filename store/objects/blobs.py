@@ -29,7 +29,7 @@ from ..core.digests import Digest, Hasher, digest_bytes
 from ..core.errors import CorruptionError, NotFound
 from ..core.refs import ContentRef
 from ..core.results import PutResult
-from ..db.engine import copy_rows, driver_rows
+from ..db.engine import copy_rows, driver_rows, raw_driver
 from ..db.tables import blob_chunks, blobs
 from . import external
 from .leases import note_blobs
@@ -485,27 +485,48 @@ def _sqlite_insert_blobs(
 ) -> tuple[set[str], dict[str, int]]:
     """SQLite: insert ``rows`` (sorted by address, distinct); ``(addresses written, ids)``.
 
-    ``ids`` (``address -> blobs.id``) is taken from the insert when it wrote every row and
-    the table's largest id grew by exactly their number: SQLite gives a row without an id
-    one more than the largest id in the table (sqlite.org/autoinc.html; at the largest
-    possible id it picks at random, and the count then cannot match), and one writer runs
-    at a time, so the rows hold ``top + 1 ...`` in insertion (address) order. Otherwise
-    ``ids`` is empty and the roots and leases look the ids up by address
-    (:func:`~evstore.objects.leases.blob_ids`), as before (issue 29: that lookup was a random
-    probe of the address index per new blob).
+    ``ids`` (``address -> blobs.id``) comes from the insert (issue 29: reading the ids back
+    by address was a random probe of the address index per new blob). SQLite gives a row
+    inserted without an id one more than the largest id in the table (sqlite.org/autoinc.html)
+    and runs one writer at a time, so with ``top`` the largest id before the insert, the rows
+    it wrote are exactly those with an id above ``top``: ``top + 1 ...`` in insertion
+    (address) order when it wrote all of them and the largest id grew by their number, else
+    read back by ``id > top`` (one range read). Near the largest possible id, where SQLite
+    picks ids at random, the rows go through :func:`insert_returning` instead and ``ids`` is
+    empty (the roots and leases look them up by address, ``leases.blob_ids``).
+
+    One ``executemany`` of ``INSERT ... ON CONFLICT DO NOTHING`` and no savepoint: a
+    savepoint over a batch's inserts journals every page they first change (at 1M stored
+    blobs about 5,000 random index pages per 2,000 blobs, spilled to a temporary file),
+    which cost about a third of a put (docs/benchmarks.md, issue 29). It is not needed:
+    the id range says which rows were written, whatever the count.
     """
-    top = driver_rows(conn, _MAX_ID)[0][0]
-    written = {k[0] for k in insert_returning(conn, blobs, rows)}
-    if len(written) != len(rows):
-        return written, {}
-    last = driver_rows(conn, _MAX_ID)[0][0]
-    first = 1 if top is None else int(top) + 1
-    if last is None or int(last) - first + 1 != len(rows):
-        return written, {}
-    return written, {r["address"]: first + i for i, r in enumerate(rows)}
+    top = int(driver_rows(conn, _MAX_ID)[0][0] or 0)
+    if top > _MAX_ROWID - 2 * len(rows):
+        return {k[0] for k in insert_returning(conn, blobs, rows)}, {}
+    cols = tuple(rows[0])
+    sql = (
+        f"INSERT INTO blobs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+        " ON CONFLICT DO NOTHING"
+    )
+    params = list(map(operator.itemgetter(*cols), rows))
+    with raw_driver(conn) as raw:
+        cur = raw.cursor()
+        try:
+            cur.executemany(sql, params)
+            count = cur.rowcount
+        finally:
+            cur.close()
+    if count == len(rows) and driver_rows(conn, _MAX_ID)[0][0] == top + len(rows):
+        return {r["address"] for r in rows}, {r["address"]: top + 1 + i for i, r in enumerate(rows)}
+    ids = {str(a): int(i) for a, i in driver_rows(conn, _ADDED_SINCE, (top,))}
+    return set(ids), ids
 
 
 _MAX_ID = "SELECT max(id) FROM blobs"
+_ADDED_SINCE = "SELECT address, id FROM blobs WHERE id > ?"
+#: The largest id SQLite gives without picking at random.
+_MAX_ROWID = 2**63 - 1
 
 
 def _settle_skipped(
