@@ -498,7 +498,7 @@ def _sqlite_insert_blobs(
     One ``executemany`` of ``INSERT ... ON CONFLICT DO NOTHING`` and no savepoint: a
     savepoint over a batch's inserts journals every page they first change (at 1M stored
     blobs about 5,000 random index pages per 2,000 blobs, spilled to a temporary file),
-    which cost about a third of a put (docs/benchmarks.md, issue 29). It is not needed:
+    which cost about 30 % of a put's CPU (docs/benchmarks.md, issue 29). It is not needed:
     the id range says which rows were written, whatever the count.
     """
     top = int(driver_rows(conn, _MAX_ID)[0][0] or 0)
