@@ -410,8 +410,9 @@ def put_many(
     Already-stored content is not written again; a stored copy found corrupt is repaired.
     Duplicates within ``items`` are stored once.
 
-    ``new`` is decided by the insert itself (:func:`insert_returning`, or a COPY that
-    succeeded), never by an earlier SELECT: among any number of concurrent writers of the
+    ``new`` is decided by the insert itself (:func:`insert_returning`, a COPY that
+    succeeded, or on SQLite the ids the insert gave, :func:`_sqlite_insert_blobs`), never
+    by an earlier SELECT: among any number of concurrent writers of the
     same new bytes, exactly one is told ``new: True``, on both backends, inline or chunked.
 
     Returns:
