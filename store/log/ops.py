@@ -542,7 +542,13 @@ def _entry_index(
 
 
 def _queued(conn: Connection, address: str) -> bool:
-    """Whether an entry naming ``address`` waits in the integrator's queue."""
+    """Whether an entry naming ``address`` waits in the integrator's queue.
+
+    A scan of the queue (revision 0013 dropped its address index, which every write paid
+    for): asked only when ``prove`` finds no entry for an object in the tree, and the queue
+    holds only what was accepted since the last integration round (the server integrates
+    every second; ``log integrate`` and ``log checkpoint`` drain it).
+    """
     return (
         conn.execute(
             sa.select(log_queue.c.batch).where(log_queue.c.address == address).limit(1)

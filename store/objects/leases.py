@@ -230,16 +230,25 @@ def pending(conn: Connection) -> Pending:
     return task
 
 
-def note_blobs(conn: Connection, addresses: Iterable[str], fresh: Iterable[str] = ()) -> None:
+def note_blobs(
+    conn: Connection,
+    addresses: Iterable[str],
+    fresh: Iterable[str] = (),
+    ids: dict[str, int] | None = None,
+) -> None:
     """Record blobs a write stored or found stored (rooted at commit when no artifact is).
 
     Only rows this transaction wrote or locked when it found them (evstore.objects.blobs) may be
     noted: :func:`hold` takes a noted blob as present and held without looking again.
-    ``fresh`` names those among them that this transaction inserted.
+    ``fresh`` names those among them that this transaction inserted; ``ids`` (``address ->
+    blobs.id``) the ids its insert gave them, when known, so :func:`blob_ids` need not look
+    them up by address.
     """
     task = pending(conn)
     task.blobs.update(addresses)
     task.fresh.update(fresh)
+    if ids:
+        task.ids.update(ids)
 
 
 def settle_blobs(conn: Connection) -> None:

@@ -271,6 +271,49 @@ def test_a_log_made_before_0010_is_carried_over_unchanged(store, tmp_path):
     assert r["old_root_signed"] is True
 
 
+def _queue_indexes(store: evstore.Store) -> list[str]:
+    with store.db.engine.connect() as conn:
+        return sorted(str(i["name"]) for i in sa.inspect(conn).get_indexes("log_queue"))
+
+
+def test_a_queue_made_before_0013_keeps_its_entries_and_prove_tells_them_apart(store, tmp_path):
+    """Revision 0013 drops the queue's address index; queued entries stay, and `prove` still
+    tells a queued object (log.not-integrated) from one never logged (log.not-logged)."""
+    from alembic import command
+
+    from evstore.db.engine import _alembic_config
+
+    key = tmp_path / "log.key"
+    store.log.init_key(key)
+    early = store.put(b"integrated before the upgrade")
+    store.log.checkpoint(key)
+    cfg = _alembic_config()
+    with store.db.engine.begin() as conn:  # the previous release's schema
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0012")
+    assert _queue_indexes(store) == ["ix_log_queue_address"]
+    queued = store.put_many([b"queued at 0012: one", b"queued at 0012: two"])
+    before = _table(store, log_queue)
+    assert len(before) == 2
+    with store.db.engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+    assert store.db.schema_state().current == "0013"
+    assert _queue_indexes(store) == []
+    assert _table(store, log_queue) == before  # no queued entry changed
+    assert list(store.check(record=False)) == []
+    late = store.put(b"queued after the upgrade")
+    for r in (*queued, late):
+        assert _codes(lambda r=r: store.log.prove(r.digest.address)) == "log.not-integrated"
+    never = "blake3:" + "0" * 64
+    assert _codes(lambda: store.log.prove(never)) == "log.not-logged"
+    assert store.log.prove(early.digest.address)["index"] == 0
+    cp = store.log.checkpoint(key)
+    assert cp["size"] == 4 and store.log.status()["pending"] == 0
+    assert [store.log.prove(r.digest.address)["index"] for r in (*queued, late)] == [1, 2, 3]
+    assert _addresses(store)[1:] == [r.digest.address for r in (*queued, late)]
+
+
 def test_check_names_a_damaged_queued_entry(store, tamper):
     store.put_many([b"queued one", b"queued two", b"queued three"])
     assert list(store.check(record=False)) == []
