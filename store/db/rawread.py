@@ -10,10 +10,12 @@ with its ``store.*`` code.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .engine import database_errors
-from .transactions import Transactions
+
+if TYPE_CHECKING:
+    from .transactions import Transactions
 
 __all__ = ["FALLBACK", "point_row"]
 
