@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from ..facade.api import Store
 
 __all__ = [
-    "LOOP_BYTES_MAX",
     "GatedRead",
+    "LOOP_BYTES_MAX",
     "gated_read",
     "gated_read_loop",
     "open_loop_reads",

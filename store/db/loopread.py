@@ -34,7 +34,7 @@ import time
 from typing import Any
 
 from .engine import Database, database_errors
-from .rawread import FALLBACK
+from .faults import FALLBACK
 
 __all__ = ["LOOP_CONNECTIONS", "LoopReads"]
 
