@@ -121,12 +121,13 @@ class LoopReads:
                     await cur.execute(sql, params, prepare=True)
                     found = await cur.fetchone()
             except (TimeoutError, psycopg.Error, OSError):
-                if conn is not None:
-                    with contextlib.suppress(Exception):
-                        await conn.close()
+                _drop(conn)
                 return FALLBACK
-            if self._closed:
-                await conn.close()
+            except BaseException:  # cancelled mid-statement: the connection's state is unknown
+                _drop(conn)
+                raise
+            if self._closed or conn.info.transaction_status != _IDLE:
+                _drop(conn)
             else:
                 self._pg_idle.append(conn)
         return None if found is None else tuple(found)
@@ -153,3 +154,16 @@ class LoopReads:
         for conn in idle:
             with contextlib.suppress(Exception):
                 await conn.close()
+
+
+#: libpq's transaction status of a connection with no statement or transaction open.
+_IDLE = 0
+
+
+def _drop(conn: Any) -> None:
+    """Close a PostgreSQL connection now, without awaiting (libpq's ``PQfinish``): also
+    from a task being cancelled, whose awaits would be cancelled in turn.
+    """  # noqa: D205
+    if conn is not None:
+        with contextlib.suppress(Exception):
+            conn.pgconn.finish()

@@ -134,6 +134,26 @@ def test_the_loop_connection_on_sqlite_never_waits_and_never_writes(tmp_path):
         assert asyncio.run(reads.row("SELECT 1", ())) is FALLBACK  # closed
 
 
+def test_a_loop_read_cancelled_mid_statement_leaves_no_broken_connection(store_url):
+    if not store_url.startswith("postgresql"):
+        pytest.skip("SQLite's loop statement is not awaited: nothing to cancel")
+    with evstore.open(store_url) as store:
+        reads = evstore.open_loop_reads(store, 1)  # one connection: the next read reuses it
+
+        async def cancelled_then_read() -> object:
+            try:
+                slow = asyncio.ensure_future(reads.row("SELECT pg_sleep(3)", ()))
+                await asyncio.sleep(0.5)
+                slow.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await slow
+                return await reads.row("SELECT 41 + 1", ())
+            finally:
+                await reads.aclose()
+
+        assert asyncio.run(cancelled_then_read()) == (42,)
+
+
 @pytest.mark.parametrize("how", ["library", "http"])
 def test_a_revoked_token_is_refused_from_the_next_get_on(store_url, how):
     server = start_thread({None: store_url})
