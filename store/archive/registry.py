@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from ..core.canonical import loads_canonical
 from ..core.digests import digest_bytes
 from ..core.errors import EvstoreError, NotFound, error
+from ..db.rawread import FALLBACK, point_row
 from ..db.tables import artifacts, blobs, edges, retention_history, roots
 from ..objects.leases import check_root_name, rooting
 from .layout import (
@@ -281,8 +282,14 @@ def open_repository(store: Store, name: str) -> OciRepository:
         the OCI ``NAME_UNKNOWN``).
     """
     check_repository(name)
-    with store.transactions.read() as conn:
-        held = conn.execute(sa.select(roots.c.blob).where(roots.c.name == name).limit(1)).scalar()
+    # one statement, no transaction: every blob request of a pull or a push asks this
+    tx = store.transactions
+    held = point_row(tx, "SELECT blob FROM roots WHERE name = ? LIMIT 1", (name,))
+    if held is FALLBACK:  # the general path, inside the error boundary
+        with tx.read() as conn:
+            held = conn.execute(
+                sa.select(roots.c.blob).where(roots.c.name == name).limit(1)
+            ).scalar()
     if held is None:
         raise error("not-found.root", f"no root named {name!r} holds anything", root=name)
     return OciRepository(store, name)

@@ -39,7 +39,8 @@ deleted.
 Revision 0012 keys ``blobs`` by an integer row id (``id``; the address stays unique) and
 rekeys ``roots`` and ``leases`` by it (column ``blob``); ``log_entries`` finds an object's
 entries by ``blob`` instead of an index on the address. Ids grow with each insert, so these
-tables' inserts append (docs/benchmarks.md, issue 29).
+tables' inserts append (docs/benchmarks.md, issue 29). Revision 0013 drops the index on
+``log_queue.address`` (a random key per write; only ``prove``'s error path asked it).
 """
 
 from __future__ import annotations
@@ -337,7 +338,8 @@ log_queue = Table(
     # The RFC 8785 bytes of the entry object, as log_entries.entry will hold them.
     Column("entry", LargeBinary, nullable=False),
     PrimaryKeyConstraint("batch", "pos", name="pk_log_queue"),
-    Index("ix_log_queue_address", "address"),
+    # No index on address since revision 0013: a write's entries append to the key, and
+    # only `prove`'s "not yet integrated" answer looks for an address (a scan of the queue).
 )
 
 log_checkpoints = Table(

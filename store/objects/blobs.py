@@ -29,7 +29,7 @@ from ..core.digests import Digest, Hasher, digest_bytes
 from ..core.errors import CorruptionError, NotFound
 from ..core.refs import ContentRef
 from ..core.results import PutResult
-from ..db.engine import copy_rows, driver_rows
+from ..db.engine import copy_rows, driver_rows, raw_driver
 from ..db.tables import blob_chunks, blobs
 from . import external
 from .leases import note_blobs
@@ -410,8 +410,9 @@ def put_many(
     Already-stored content is not written again; a stored copy found corrupt is repaired.
     Duplicates within ``items`` are stored once.
 
-    ``new`` is decided by the insert itself (:func:`insert_returning`, or a COPY that
-    succeeded), never by an earlier SELECT: among any number of concurrent writers of the
+    ``new`` is decided by the insert itself (:func:`insert_returning`, a COPY that
+    succeeded, or on SQLite the ids the insert gave, :func:`_sqlite_insert_blobs`), never
+    by an earlier SELECT: among any number of concurrent writers of the
     same new bytes, exactly one is told ``new: True``, on both backends, inline or chunked.
 
     Returns:
@@ -450,10 +451,13 @@ def put_many(
         if not copy_bound and row["chunk_set"] is None:
             unlooked[dg.blake3] = data
     written: set[str] = set()
+    ids: dict[str, int] = {}
     if rows:
         rows.sort(key=operator.itemgetter("address"))  # one lock order for every writer
         if conn.dialect.name == "postgresql" and len(rows) >= 1000:
             written = _copy_blobs(conn, rows)
+        elif conn.dialect.name == "sqlite":
+            written, ids = _sqlite_insert_blobs(conn, rows)
         else:
             written = {k[0] for k in insert_returning(conn, blobs, rows)}
         for r in rows:
@@ -464,7 +468,7 @@ def put_many(
                     sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == r["chunk_set"])
                 )
     _settle_skipped(conn, rows, by_address, unlooked, written)
-    note_blobs(conn, seen, fresh=written)
+    note_blobs(conn, seen, fresh=written, ids=ids)
     results: list[PutResult] = []
     logged: list[Digest] = []
     for i, dg in enumerate(digests):
@@ -475,6 +479,55 @@ def put_many(
             logged.append(dg)
     append_puts(conn, logged)
     return results
+
+
+def _sqlite_insert_blobs(
+    conn: Connection, rows: list[dict[str, Any]]
+) -> tuple[set[str], dict[str, int]]:
+    """SQLite: insert ``rows`` (sorted by address, distinct); ``(addresses written, ids)``.
+
+    ``ids`` (``address -> blobs.id``) comes from the insert (issue 29: reading the ids back
+    by address was a random probe of the address index per new blob). SQLite gives a row
+    inserted without an id one more than the largest id in the table (sqlite.org/autoinc.html)
+    and runs one writer at a time, so with ``top`` the largest id before the insert, the rows
+    it wrote are exactly those with an id above ``top``: ``top + 1 ...`` in insertion
+    (address) order when it wrote all of them and the largest id grew by their number, else
+    read back by ``id > top`` (one range read). Near the largest possible id, where SQLite
+    picks ids at random, the rows go through :func:`insert_returning` instead and ``ids`` is
+    empty (the roots and leases look them up by address, ``leases.blob_ids``).
+
+    One ``executemany`` of ``INSERT ... ON CONFLICT DO NOTHING`` and no savepoint: a
+    savepoint over a batch's inserts journals every page they first change (at 1M stored
+    blobs about 5,000 random index pages per 2,000 blobs, spilled to a temporary file),
+    which cost about 30 % of a put's CPU (docs/benchmarks.md, issue 29). It is not needed:
+    the id range says which rows were written, whatever the count.
+    """
+    top = int(driver_rows(conn, _MAX_ID)[0][0] or 0)
+    if top > _MAX_ROWID - 2 * len(rows):
+        return {k[0] for k in insert_returning(conn, blobs, rows)}, {}
+    cols = tuple(rows[0])
+    sql = (
+        f"INSERT INTO blobs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+        " ON CONFLICT DO NOTHING"
+    )
+    params = list(map(operator.itemgetter(*cols), rows))
+    with raw_driver(conn) as raw:
+        cur = raw.cursor()
+        try:
+            cur.executemany(sql, params)
+            count = cur.rowcount
+        finally:
+            cur.close()
+    if count == len(rows) and driver_rows(conn, _MAX_ID)[0][0] == top + len(rows):
+        return {r["address"] for r in rows}, {r["address"]: top + 1 + i for i, r in enumerate(rows)}
+    ids = {str(a): int(i) for a, i in driver_rows(conn, _ADDED_SINCE, (top,))}
+    return set(ids), ids
+
+
+_MAX_ID = "SELECT max(id) FROM blobs"
+_ADDED_SINCE = "SELECT address, id FROM blobs WHERE id > ?"
+#: The largest id SQLite gives without picking at random.
+_MAX_ROWID = 2**63 - 1
 
 
 def _settle_skipped(

@@ -70,6 +70,7 @@ __all__ = [
     "pending",
     "record",
     "rooting",
+    "settle_blobs",
     "sql_time",
     "step",
 ]
@@ -201,6 +202,11 @@ class Pending:
 
     def __call__(self, conn: Connection) -> None:
         """Root and lease what the transaction wrote (one statement per table), then commit."""
+        self.write(conn)
+        step("commit")
+
+    def write(self, conn: Connection) -> None:
+        """Root and lease what was noted (one statement per table; see :meth:`__call__`)."""
         rooted = sorted(self.artifacts or self.blobs)
         if rooted:
             new = _insert_roots(conn, self.root, rooted, self.fresh, self.ids)
@@ -211,7 +217,6 @@ class Pending:
         else:
             leasing = sorted((self.blobs | self.artifacts) - self.leased)
         _extend(conn, self, leasing)
-        step("commit")
 
 
 def pending(conn: Connection) -> Pending:
@@ -225,16 +230,46 @@ def pending(conn: Connection) -> Pending:
     return task
 
 
-def note_blobs(conn: Connection, addresses: Iterable[str], fresh: Iterable[str] = ()) -> None:
+def note_blobs(
+    conn: Connection,
+    addresses: Iterable[str],
+    fresh: Iterable[str] = (),
+    ids: dict[str, int] | None = None,
+) -> None:
     """Record blobs a write stored or found stored (rooted at commit when no artifact is).
 
     Only rows this transaction wrote or locked when it found them (evstore.objects.blobs) may be
     noted: :func:`hold` takes a noted blob as present and held without looking again.
-    ``fresh`` names those among them that this transaction inserted.
+    ``fresh`` names those among them that this transaction inserted; ``ids`` (``address ->
+    blobs.id``) the ids its insert gave them, when known, so :func:`blob_ids` need not look
+    them up by address.
     """
     task = pending(conn)
     task.blobs.update(addresses)
     task.fresh.update(fresh)
+    if ids:
+        task.ids.update(ids)
+
+
+def settle_blobs(conn: Connection) -> None:
+    """Root and lease the blobs noted so far now, and forget them (a put of many blobs).
+
+    A put of many blobs in one transaction calls this between its chunks, so what the
+    transaction keeps for its commit is one chunk's addresses, not every blob's (issue 28).
+    The rows are the ones the commit would write (roots ``ON CONFLICT DO NOTHING``, leases
+    only lengthened), inside the same transaction: a rollback takes them back with the
+    blobs. A blob noted again later (the same bytes in a later chunk) finds its root and
+    lease written and adds nothing. No-op when the transaction noted artifacts (then the
+    artifacts are rooted at the commit, not the blobs).
+    """
+    task = conn.info.get(BEFORE_COMMIT)
+    if not isinstance(task, Pending) or task.artifacts or not task.blobs:
+        return
+    task.write(conn)
+    task.blobs.clear()
+    task.fresh.clear()
+    task.leased.clear()
+    task.ids.clear()
 
 
 def note_artifacts(conn: Connection, addresses: Iterable[str]) -> None:

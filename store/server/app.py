@@ -68,6 +68,9 @@ log = logging.getLogger("server")
 #: The modules (under server) whose ``router`` every served store includes, in order.
 #: Add a feature's routes as a module here with one line.
 ROUTER_MODULES: tuple[str, ...] = (
+    # first: a registry push or pull is thousands of small requests, each matched against
+    # the routes in this order (no other module's path starts with /v2)
+    "registry",  # the OCI distribution API under /v2 (issue 27, docs/registry.md)
     "meta",  # GET P/v1
     "objects",  # objects: GET/HEAD, stat, PUT/POST, missing
     "queries",  # artifacts, refs, closure, find, ls
@@ -84,7 +87,6 @@ ROUTER_MODULES: tuple[str, ...] = (
     "tile_routes",  # the log as C2SP tlog-tiles: P/checkpoint, P/tile/... (issue 26)
     "witness_routes",  # the store as a C2SP tlog-witness: POST P/add-checkpoint (issue 26)
     "ui",  # HTML pages under P/ui (issue 15, evstore.pages)
-    "registry",  # the OCI distribution API under /v2 (issue 27, docs/registry.md)
 )
 
 #: A store name in ``evstore serve NAME=URL``: its URL prefix is ``/NAME``.
@@ -230,7 +232,21 @@ def _store_app(one: Served) -> FastAPI:
         app.include_router(module.router)
     app.state.query_params = {}  # id(route) -> _route_params(route), filled on first use
     install_handlers(app)
+    _warm_routes(app)
     return app
+
+
+def _warm_routes(app: FastAPI) -> None:
+    """Build the routing tables now, not in the first request.
+
+    FastAPI builds each included router's route contexts (their dependants and parameter
+    models) the first time a request is matched against it: 0.1-0.5 s of CPU, paid by the
+    first client of a server (a registry push's first blob). Matching a path no route has
+    builds them all.
+    """
+    scope = {"type": "http", "path": "/", "method": "GET", "root_path": "", "headers": []}
+    for route in app.router.routes:
+        route.matches(dict(scope))
 
 
 def install_handlers(app: Starlette) -> None:

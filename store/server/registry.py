@@ -537,10 +537,18 @@ def _digest_param(request: Request, param: str = "digest") -> str | None:
     return digest
 
 
+#: A request body declared at most this long (bytes) is written to the spool on the event
+#: loop: one write of a small chunk to a file costs less than handing it to a thread (a
+#: registry client pushes most blobs in one small PATCH each); a longer one, chunk by chunk
+#: in a thread, so a slow disk never holds the loop.
+_INLINE_BYTES = 1 << 20
+
+
 async def _append(request: Request, one: Served, upload_id: str, session: _Upload) -> None:
     """Append the request body to the upload, within the object size limit."""
     limit = one.limits.object_bytes
     declared = request.headers.get("content-length", "")
+    inline = declared.isdigit() and int(declared) <= _INLINE_BYTES
     if declared.isdigit() and session.size + int(declared) > limit:
         _spool(request).drop(upload_id)
         raise error("http.too-large", f"the blob is over the limit of {limit} bytes", limit=limit)
@@ -553,6 +561,9 @@ async def _append(request: Request, one: Served, upload_id: str, session: _Uploa
                 f"the chunk starts at {first}, the upload holds {session.size} bytes",
                 size=session.size,
             )
+    if declared == "0":  # nothing to append (a PUT closing a chunked upload)
+        session.touched = time.monotonic()
+        return
     session.busy += 1
     try:
         with open(session.path, "ab") as fh:
@@ -566,7 +577,10 @@ async def _append(request: Request, one: Served, upload_id: str, session: _Uploa
                         limit=limit,
                     )
                 session.sha.update(chunk)
-                await run_in_threadpool(fh.write, chunk)
+                if inline:
+                    fh.write(chunk)
+                else:
+                    await run_in_threadpool(fh.write, chunk)
     finally:
         session.busy -= 1
         session.touched = time.monotonic()

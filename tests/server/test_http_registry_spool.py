@@ -168,3 +168,45 @@ def test_more_hostile_pushes_leave_nothing_behind(store_url, spool_root, tmp_pat
         assert _spooled(spool_root) == spooled  # kept for a corrected manifest (or expiry)
     finally:
         server.stop()
+
+
+def test_chunks_small_and_large_make_one_blob(store_url, spool_root):
+    """A small body is written on the event loop, a large or unannounced one from a thread:
+    either way, the chunks of one upload in order, hashed as they arrive, one blob.
+    """
+    from evstore.server.registry import _INLINE_BYTES
+
+    server = _serve(store_url, object_bytes=4 * _INLINE_BYTES)
+    try:
+        c = server.client("ingest")
+        parts = [
+            b"a small first chunk",  # declared small: inline
+            bytes(range(256)) * (_INLINE_BYTES // 256 + 1),  # declared over the inline bytes
+            b"an unannounced chunk " * 100,  # chunked transfer: no Content-Length
+            b"",  # an empty PATCH
+        ]
+        r = c.post(f"/v2/{NAME}/blobs/uploads/")
+        where = r.headers["location"]
+        size = 0
+        for i, part in enumerate(parts):
+            body = iter([part[:1000], part[1000:]]) if i == 2 else part
+            r = c.patch(where, content=body)
+            size += len(part)
+            assert r.status_code == 202, r.text
+            assert r.headers["range"] == f"0-{size - 1}"
+        data = b"".join(parts)
+        wrong = "sha256:" + hashlib.sha256(data + b"!").hexdigest()
+        r = c.put(where, params={"digest": wrong})
+        assert r.status_code == 400 and r.json()["errors"][0]["code"] == "DIGEST_INVALID"
+        assert _spooled(spool_root) == []  # a lying digest: the session is dropped
+        r = c.post(f"/v2/{NAME}/blobs/uploads/")
+        where = r.headers["location"]
+        for part in parts[:2]:
+            assert c.patch(where, content=part).status_code == 202
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        r = c.put(where, params={"digest": digest}, content=b"".join(parts[2:]))
+        assert r.status_code == 201, r.text
+        (done,) = spool_root.glob(f"evstore-oci-uploads-*/sha256-{digest[7:]}")
+        assert done.read_bytes() == data
+    finally:
+        server.stop()
