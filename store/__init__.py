@@ -25,7 +25,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .access.gate import GatedRead, gated_read
+    from .access.gate import (
+        GatedRead,
+        gated_read,
+        gated_read_loop,
+        open_loop_reads,
+        token_scope_loop,
+    )
     from .access.tokens import (
         create_session,
         create_token,
@@ -146,6 +152,7 @@ _SOURCES: dict[str, str] = {
     "find_with_warnings": "facade.queries",
     "fragment_scope": "contracts.fragments.rules:scope_from_parts",
     "gated_read": "access.gate",
+    "gated_read_loop": "access.gate",
     "head_revision": "db.revisions",
     "http_status": "core.errors",
     "import_archive": "archive.ops",
@@ -161,6 +168,7 @@ _SOURCES: dict[str, str] = {
     "normalize_uuid": "contracts.packages.rules",
     "object_head": "read.describe",
     "open": "connect",
+    "open_loop_reads": "access.gate",
     "open_oci_repository": "archive.registry:open_repository",
     "package_context_size": "contracts.packages.rules_context:context_size",
     "parse_ref": "core.refs",
@@ -173,6 +181,7 @@ _SOURCES: dict[str, str] = {
     "serve": "server.run",
     "session_scope": "access.tokens",
     "token_scope": "access.tokens",
+    "token_scope_loop": "access.gate",
     "verify_archive": "archive.ops",
     "verify_log_proof": "log.ops:verify_proof",
     "verify_log_tiles": "log.tiles:verify_tiles_inclusion",
@@ -231,6 +240,7 @@ __all__ = [
     "find_with_warnings",
     "fragment_scope",
     "gated_read",
+    "gated_read_loop",
     "head_revision",
     "http_status",
     "import_archive",
@@ -246,6 +256,7 @@ __all__ = [
     "normalize_uuid",
     "object_head",
     "open",
+    "open_loop_reads",
     "open_oci_repository",
     "package_context_size",
     "parse_ref",
@@ -258,6 +269,7 @@ __all__ = [
     "serve",
     "session_scope",
     "token_scope",
+    "token_scope_loop",
     "verify_archive",
     "verify_log_proof",
     "verify_log_tiles",

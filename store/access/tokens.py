@@ -37,10 +37,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SCOPES",
+    "SCOPE_SQL",
     "SESSION_SECONDS",
     "create_session",
     "create_token",
     "list_tokens",
+    "live_scope",
     "revoke_token",
     "scope_allows",
     "session_scope",
@@ -49,6 +51,8 @@ __all__ = [
 ]
 
 _TOKEN = re.compile(r"evst_([0-9a-f]{12})_[A-Za-z0-9_-]{43}")
+#: The statement a token's scope is read by (its one parameter: the token's SHA-256 hex).
+SCOPE_SQL = "SELECT scope, revoked_at FROM tokens WHERE secret_sha256 = ?"
 _SESSION = re.compile(r"s1\.([0-9a-f]{12})\.([0-9]{1,12})\.([A-Za-z0-9_-]{43})")
 #: How long a pages session lasts (seconds) unless its token is revoked first.
 SESSION_SECONDS = 12 * 3600
@@ -120,8 +124,7 @@ def token_scope(store: Store, token: str) -> str | None:
         return None
     digest = token_sha256(token)
     tx = store.transactions
-    sql = "SELECT scope, revoked_at FROM tokens WHERE secret_sha256 = ?"
-    row = point_row(tx, sql, (digest,))
+    row = point_row(tx, SCOPE_SQL, (digest,))
     if row is FALLBACK:  # the general path, inside the error boundary
         with tx.read() as conn:
             found = conn.execute(
@@ -130,6 +133,11 @@ def token_scope(store: Store, token: str) -> str | None:
                 )
             ).one_or_none()
         row = None if found is None else tuple(found)
+    return live_scope(row)
+
+
+def live_scope(row: Any) -> str | None:
+    """The scope of a token row ``(scope, revoked_at)`` when live, else None (no row)."""
     if row is None or row[1] is not None or row[0] not in SCOPES:
         return None
     return str(row[0])

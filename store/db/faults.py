@@ -26,6 +26,7 @@ from ..core.errors import StoreStateError, error
 
 __all__ = [
     "DbFault",
+    "FALLBACK",
     "FAULTS",
     "OTHER",
     "UNREACHABLE",
@@ -129,6 +130,11 @@ FAULTS: dict[tuple[str, int | str], DbFault] = {
     ("sqlalchemy", "DisconnectionError"): UNREACHABLE,
     ("sqlalchemy", "TimeoutError"): _POOL,  # the connection pool stayed exhausted
 }
+
+
+#: Returned by the point reads instead of a row when the statement could not run (the
+#: caller takes its general path, which reports the fault: store/db/rawread.py, loopread.py).
+FALLBACK: Any = object()
 
 
 def database_errors() -> tuple[type[BaseException], ...]:

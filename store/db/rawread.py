@@ -10,15 +10,15 @@ with its ``store.*`` code.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .engine import database_errors
-from .transactions import Transactions
+from .faults import FALLBACK
+
+if TYPE_CHECKING:
+    from .transactions import Transactions
 
 __all__ = ["FALLBACK", "point_row"]
-
-#: Returned instead of a row when the statement could not run (use the general path).
-FALLBACK: Any = object()
 
 
 def point_row(db: Transactions, sql: str, params: tuple[Any, ...]) -> Any:

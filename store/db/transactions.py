@@ -2,8 +2,9 @@
 
 The services (the log, retention, tokens, archives, descriptions) need four things of a
 store's database: a read snapshot, a retried write transaction, a one-statement point read
-and the backend's name. :class:`Transactions` names exactly those (restic's checker takes
-its own ``checkerRepository`` the same way), so no service reaches into the facade's
+(also awaited on an event loop: :meth:`LiveTransactions.loop_reads`) and the backend's
+name. :class:`Transactions` names exactly those (restic's checker takes its own
+``checkerRepository`` the same way), so no service reaches into the facade's
 :class:`~evstore.db.engine.Database` or its private state. :class:`LiveTransactions` is what
 :attr:`evstore.Store.transactions` returns: the store's database behind a check that the
 store is still open.
@@ -18,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 from sqlalchemy.engine import Connection
 
 from .engine import Database
+from .loopread import LOOP_CONNECTIONS, LoopReads
 
 __all__ = ["LiveTransactions", "Transactions"]
 
@@ -57,6 +59,10 @@ class Transactions(Protocol):
         """SQLite: return freed pages to the file system (True when it ran)."""
         ...
 
+    def loop_reads(self, connections: int = LOOP_CONNECTIONS) -> LoopReads:
+        """Point reads awaited on the running event loop (store/db/loopread.py)."""
+        ...
+
 
 class LiveTransactions:
     """A :class:`Transactions` over ``db`` that first calls ``live()`` (raises when closed).
@@ -92,6 +98,13 @@ class LiveTransactions:
     def check_identity(self) -> None:
         """As :meth:`Database.check_identity`."""
         self._db.check_identity()
+
+    def loop_reads(self, connections: int = LOOP_CONNECTIONS) -> LoopReads:
+        """Point reads of this store awaited on the running event loop, without a worker
+        thread (:class:`~evstore.db.loopread.LoopReads`; close it with ``aclose``).
+        """  # noqa: D205
+        self._live()
+        return LoopReads(self._db, connections)
 
     def vacuum(self) -> bool:
         """SQLite: run ``VACUUM`` to return freed pages to the file system (True when it ran).

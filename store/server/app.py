@@ -30,7 +30,15 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.routing import Mount
 
-from .. import CorruptionError, Cosigner, EvstoreError, Store, error, read_cosigner_key
+from .. import (
+    CorruptionError,
+    Cosigner,
+    EvstoreError,
+    Store,
+    error,
+    open_loop_reads,
+    read_cosigner_key,
+)
 from .. import open as open_store
 from .headers import SecurityHeaders
 from .limits import (
@@ -101,6 +109,10 @@ class Served:
 
     #: Called when the app shuts down, before the store is closed (the OCI upload spool).
     closers: list[Callable[[], None]] = field(default_factory=list)
+    #: The store's point reads on the event loop (``evstore.open_loop_reads``), made when
+    #: the app starts and closed when it stops; None outside the app's lifespan (the
+    #: routes then take their worker-thread paths).
+    reads: Any = None
 
     @property
     def backend(self) -> str:
@@ -368,9 +380,15 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         try:
+            for one in opened:  # on this loop: the token and object reads await here
+                one.reads = open_loop_reads(one.store, limits.read_threads)
             async with signing(named, log_key, checkpoint_every):
                 yield
         finally:
+            for one in opened:
+                reads, one.reads = one.reads, None
+                if reads is not None:
+                    await reads.aclose()
             for one in opened:
                 for close in one.closers:
                     close()

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from .. import EvstoreError, error, token_scope
+from .. import EvstoreError, error, token_scope, token_scope_loop
 from .app import Served, served
 from .pools import in_pool
 
@@ -28,6 +28,7 @@ __all__ = [
     "read_gate",
     "reader",
     "require",
+    "scope_of",
     "writes_leases",
 ]
 
@@ -41,8 +42,8 @@ def require(need: str) -> Callable[..., Awaitable[Served]]:
     """A FastAPI dependency: the request's store, once its token allows scope ``need``.
 
     An ``async`` dependency (issue 29): a plain ``def`` one ran in a worker thread of its
-    own; the token's one-statement lookup now takes one hop to the point reads' threads
-    (store/server/pools.py), and none when no token was sent.
+    own; the token's one-statement lookup is awaited on the event loop (:func:`scope_of`),
+    and nothing is looked up when no token was sent.
 
     Raises:
         InputError: ``http.unauthorized`` (401) or ``http.forbidden`` (403).
@@ -53,13 +54,25 @@ def require(need: str) -> Callable[..., Awaitable[Served]]:
         credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),  # noqa: B008
     ) -> Served:
         gate = Gate(request, need, credentials)
-        scope = None
-        if gate.token:
-            store = gate.served.store
-            scope = await in_pool(request, "read", lambda: token_scope(store, gate.token))
-        return gate.admit(scope)
+        return gate.admit(await scope_of(request, gate) if gate.token else None)
 
     return check
+
+
+async def scope_of(request: Request, gate: Gate) -> str | None:
+    """The scope of ``gate``'s token (None: unknown, revoked or malformed), read now.
+
+    Awaited on the event loop (``evstore.token_scope_loop``: no worker thread); when that
+    statement could not run, or outside the app's lifespan, ``evstore.token_scope`` in one
+    of the point reads' threads (store/server/pools.py), which reports a database fault.
+    Nothing is cached: a revoked token is refused from the next request on.
+    """
+    one = gate.served
+    if one.reads is not None:
+        found = await token_scope_loop(one.reads, gate.token)
+        if found.answered:
+            return found.scope
+    return await in_pool(request, "read", lambda: token_scope(one.store, gate.token))
 
 
 class Gate:

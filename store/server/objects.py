@@ -31,13 +31,13 @@ from .. import (
     Store,
     error,
     gated_read,
+    gated_read_loop,
     object_head,
     parse_ref,
     presign_object,
-    token_scope,
 )
 from .app import Served
-from .auth import Gate, actor, ingester, read_gate, reader, writes_leases
+from .auth import Gate, actor, ingester, read_gate, reader, scope_of, writes_leases
 from .limits import TransferAborted
 from .pools import in_pool
 from .problems import problem
@@ -161,25 +161,23 @@ async def get_object(
 ) -> Response:
     """Exact bytes, verified on read; ETag, Repr-Digest, 304, single Range (206/416).
 
-    The token, the object's head and (inline objects) its verified bytes come from one
-    statement in one worker-thread hop (``evstore.gated_read``, issue 29); the token is
-    admitted before anything about the object is answered. An inline object is then
-    answered on the event loop; anything else (larger objects, other ref forms, a
-    statement that could not run) by :func:`object_response` in a worker thread.
+    The token, the object's head and (inline objects up to 64 KiB) its verified bytes come
+    from one statement awaited on the event loop (``evstore.gated_read_loop``, issue 29:
+    no worker thread); the token is admitted before anything about the object is
+    answered. Such an object is then answered on the event loop; anything else (larger
+    objects, other ref forms, a statement that could not run) by :func:`object_response`
+    in a worker thread.
     """
     one = gate.served
-    conditional = request.headers.get("if-none-match") is not None
-    found = await in_pool(
-        request,
-        "read",
-        lambda: gated_read(one.store, gate.token, ref, want_bytes=not conditional),
-    )
+    want_bytes = request.headers.get("if-none-match") is None
+    if one.reads is not None:  # awaited on the event loop: no worker thread
+        found = await gated_read_loop(one.reads, gate.token, ref, want_bytes=want_bytes)
+    else:  # outside the app's lifespan
+        found = await in_pool(
+            request, "read", lambda: gated_read(one.store, gate.token, ref, want_bytes=want_bytes)
+        )
     if not found.answered:  # the statement could not run: the general reads, typed errors
-        token = gate.token
-        scope = None
-        if token:
-            scope = await in_pool(request, "read", lambda: token_scope(one.store, token))
-        gate.admit(scope)
+        gate.admit(await scope_of(request, gate) if gate.token else None)
     else:
         gate.admit(found.scope)
     if found.fault is not None:
