@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,10 +46,11 @@ from ..db.tables import blob_deletions, blobs
 from ..db.transactions import Transactions
 
 __all__ = [
+    "DRAIN_BATCH",
     "EXTERNAL",
     "Target",
+    "UPLOADS_IN_FLIGHT",
     "backends_in_use",
-    "DRAIN_BATCH",
     "cancel_deletions",
     "cancel_deletions_many",
     "drain_deletions",
@@ -59,12 +61,15 @@ __all__ = [
     "queue_deletions",
     "target",
     "upload",
+    "upload_many",
 ]
 
 #: ``chunk_set`` of a row whose bytes are in a blob backend (``stored_in`` names it).
 EXTERNAL = -1
 #: Longest delay or grace honoured (about 100 years): a larger setting means "never".
 _MAX_SECONDS = 100 * 365 * 86400
+#: Uploads (with their stats) a batch put runs at once (:func:`upload_many`).
+UPLOADS_IN_FLIGHT = 12
 #: Queue rows a drain takes per transaction, and keys per bulk delete (S3's DeleteObjects
 #: takes up to 1,000 keys a request).
 DRAIN_BATCH = 1000
@@ -114,10 +119,50 @@ def upload(
         StoreStateError: ``blobs.unreachable`` (retryable), ``blobs.backend`` (the object
             has another size after the upload).
     """
-    key = blob_key(dg.blake3)
-    # Every queued deletion of this key in this place, whatever spelling queued it; a copy
+    upload_many(conn, where, [(dg, path, data)])
+
+
+def upload_many(
+    conn: Connection,
+    where: Target,
+    entries: Sequence[tuple[Digest, str | None, bytes | None]],
+) -> None:
+    """:func:`upload` of many blobs ``(digest, local file or None, bytes or None)``, before
+    their rows are written: the pending deletions of all their keys cancelled in one go (in
+    ``conn``'s transaction, first), then the uploads and their stats run concurrently,
+    :data:`UPLOADS_IN_FLIGHT` at a time, in threads that never touch ``conn``. Returns once
+    every object is in the backend with its size; on the first failure the uploads not yet
+    started are dropped, those running are waited for, and the error is raised (the
+    transaction rolls back; objects already uploaded are unreferenced, as after a crash).
+
+    Raises:
+        StoreStateError: ``blobs.unreachable`` (retryable), ``blobs.backend`` (an object
+            has another size after its upload).
+    """  # noqa: D205
+    if not entries:
+        return
+    # Every queued deletion of these keys in this place, whatever spelling queued it; a copy
     # queued in another place (before a move) stays queued.
-    cancel_deletions(conn, where.spec, key)
+    cancel_deletions_many(conn, where.spec, [blob_key(dg.blake3) for dg, _, _ in entries])
+    if len(entries) == 1:
+        _upload_one(where, *entries[0])
+        return
+    with ThreadPoolExecutor(
+        max_workers=min(UPLOADS_IN_FLIGHT, len(entries)), thread_name_prefix="evstore-upload"
+    ) as pool:
+        futures = [pool.submit(_upload_one, where, *e) for e in entries]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        failed = [f for f in futures if f in done and f.exception() is not None]
+        if failed:
+            for f in futures:
+                f.cancel()  # those not started; the pool's exit waits for the running ones
+    if failed:
+        raise failed[0].exception()  # type: ignore[misc]
+
+
+def _upload_one(where: Target, dg: Digest, path: str | None, data: bytes | None) -> None:
+    """Upload one object (whatever is there already) and check its size after."""
+    key = blob_key(dg.blake3)
     # Always uploaded: an object already there may be damaged, or be an orphan a collector
     # is about to delete; a fresh upload also makes it young again.
     if path is not None:
