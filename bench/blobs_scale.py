@@ -201,12 +201,14 @@ def part_g(
             with store.retention.rooting("tmp"):
                 store.put_many([os.urandom(4 * KIB) for _ in range(garbage)], batch=500)
             fill_s = time.perf_counter() - t0
+        print(f"g: filled {garbage} in {fill_s:.1f} s", flush=True)
         out = ctx.Queue()
         p = ctx.Process(target=_writer, args=(fs.url, seconds, out))
         load_alone = _loadavg()
         p.start()
         alone, _ = out.get(timeout=seconds + 300)
         p.join(30)
+        print(f"g: writer alone {alone:.1f} puts/s", flush=True)
         with evstore.open(fs.url) as store:
             store.retention.release("tmp")
             # The writer runs for the whole collection: started (and warm) before it, stopped
@@ -223,13 +225,26 @@ def part_g(
             stop.set()
             during, during_s = out.get(timeout=GC_CAP_S + 600)
             p.join(30)
-            left = sum(1 for _ in evstore.backends.spec.open_backend(spec).list("blake3"))
+            print(
+                f"g: gc {gc_s:.1f} s: {report.count} rows, {report.backend_deleted} objects"
+                f" deleted from the bucket, {report.backend_kept} kept; writer during it"
+                f" {during:.1f} puts/s",
+                flush=True,
+            )
+            # The count of what is left: a listing SeaweedFS may answer slowly right after
+            # 100k deletions (a 10 s read timeout once lost a whole run's figures).
+            try:
+                bucket = evstore.backends.spec.open_backend(spec, timeout=300)
+                left: int | str = sum(1 for _ in bucket.list("blake3"))
+            except evstore.EvstoreError as exc:
+                left = f"not counted: {exc.code}"
     return {
         "backend": backend,
         "garbage": garbage,
         "fill_s": round(fill_s, 2),
         "gc_s": round(gc_s, 2),
         "freed": report.count,
+        "bucket_deleted": report.backend_deleted,
         "objects_left_in_bucket": left,
         "writer_alone_puts_per_s": round(alone, 1),
         "writer_during_gc_puts_per_s": round(during, 1),
