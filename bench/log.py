@@ -3,7 +3,8 @@
 Usage::
 
     python bench/log.py --backend sqlite|postgresql [--base REV] [--docs N] [--entries N]
-                        [--lookups N] [--only ipc]
+                        [--lookups N] [--queue N] [--connections N] [--wrk-seconds S]
+                        [--rate R] [--duration S] [--checkpoint-every S] [--only ipcrtl]
 
 Parts (docs/benchmarks.md, "Tamper-evident log", has the method and the recorded numbers):
 
@@ -12,7 +13,8 @@ Parts (docs/benchmarks.md, "Tamper-evident log", has the method and the recorded
        one writer and with 8 writer processes: this tree with the log (each transaction
        queues its entries; an integrator process runs beside the writers, and the final
        round integrating the rest is timed in) against this tree with the log disabled
-       (the queue insert patched out), in the same run (issue 26; target >= 0.9), or with
+       (the commit hook patched out: no entry is made or queued), in the same run (issue
+       26; target >= 0.9), or with
        ``--base REV`` against that commit's tree, exported with ``git archive`` and
        imported from a temporary directory. Ratio = base seconds / ours (throughput ratio).
     p  Inclusion-proof latency at ``--entries`` entries (default 1,000,000; the log is
@@ -23,6 +25,11 @@ Parts (docs/benchmarks.md, "Tamper-evident log", has the method and the recorded
        the same pool). Target: p50 and p99 <= 20x the lookup's.
     c  Consistency proofs between random sizes at the same log: p50 and p99 of
        ``store.log.prove_consistency(old, new)`` with ``new`` a checkpointed size.
+    r  Entries integrated per second (``--queue`` one-entry batches), bench/log_parts.py.
+    t  Tile serving of an ``--entries`` log, ``evstore serve`` against nginx serving the
+       exported files (wrk, ``--connections``, ``--wrk-seconds``; target >= 0.5).
+    l  Acceptance to an including signed checkpoint under ``evstore serve --log-key``
+       (``--rate`` puts/s for ``--duration`` s, ``--checkpoint-every``): p50, p99.
 
 The script measures and prints; it never asserts a target. A JSON result goes to
 bench/results/ (gitignored).
@@ -44,6 +51,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import log_parts
 from _common import (
     PG_ADMIN_URL,
     RESULTS_DIR,
@@ -64,9 +72,10 @@ if tree:
 sys.path.insert(0, sys.argv[5])
 import os
 import evstore
-if os.environ.get("EVBENCH_LOG_OFF"):  # the log disabled: writes queue no entry
+if os.environ.get("EVBENCH_LOG_OFF"):  # the log disabled: no entry made, none queued
     import evstore.objects.log_entries as _le
-    _le.enqueue_entries = lambda conn, entries: None
+    _le._Pending.__call__ = lambda self, conn: None
+    _le._Pending.spill = lambda self, conn: None
 from core import _make_doc
 rng = random.Random(first)
 docs = [json.dumps(_make_doc(rng, first + i), indent=1).encode() for i in range(count)]
@@ -333,7 +342,16 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="alternating runs per variant")
     ap.add_argument("--entries", type=int, default=1_000_000, help="log size for the proof parts")
     ap.add_argument("--lookups", type=int, default=2000, help="samples per latency measurement")
-    ap.add_argument("--only", default="ipc", help="parts to run (i, p, c)")
+    ap.add_argument("--queue", type=int, default=100_000, help="queued entries (part r)")
+    ap.add_argument("--connections", type=int, default=8, help="wrk connections (part t)")
+    ap.add_argument("--wrk-seconds", type=int, default=10, help="seconds a wrk run (part t)")
+    ap.add_argument("--tile-rounds", type=int, default=3, help="alternating runs (part t)")
+    ap.add_argument("--rate", type=float, default=20.0, help="puts a second (part l)")
+    ap.add_argument("--duration", type=float, default=60.0, help="seconds of puts (part l)")
+    ap.add_argument(
+        "--checkpoint-every", type=float, default=5.0, help="serve's signing period (part l)"
+    )
+    ap.add_argument("--only", default="ipc", help="parts to run (i, p, c, r, t, l)")
     args = ap.parse_args()
     base = args.base
     result: dict[str, Any] = {"machine": machine_info(args.backend), "args": vars(args)}
@@ -341,6 +359,21 @@ def main() -> None:
         result["ingest"] = part_i(args.backend, base, args.docs, args.rounds)
     if "p" in args.only or "c" in args.only:
         result["proofs"] = part_pc(args.backend, args.entries, args.lookups, args.only)
+    if "r" in args.only:
+        result["integration"] = log_parts.part_r(args.backend, args.queue)
+    if "t" in args.only:
+        result["tiles"] = log_parts.part_t(
+            args.backend,
+            args.entries,
+            _fill,
+            args.wrk_seconds,
+            args.connections,
+            args.tile_rounds,
+        )
+    if "l" in args.only:
+        result["latency"] = log_parts.part_l(
+            args.backend, args.duration, args.rate, args.checkpoint_every
+        )
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     path = RESULTS_DIR / f"log-{args.backend}-{stamp}.json"

@@ -198,11 +198,15 @@ def cosign(ctx: Ctx, timeout: float) -> None:
     size a 409 names). Verified cosignatures are kept with the checkpoint; a witness down or
     refusing is listed under failed (`evstore serve --log-key` asks again every round).
 
-    Exit codes: 0 asked (even if some failed: see failed); 1 witness.policy, witness.key,
-    store errors.
+    Exit codes: 0 the checkpoint carries the policy's quorum of cosignatures (or no policy
+    is set); 1 witness.quorum (fewer cosigned than the quorum: what was asked is printed
+    first, and with --json is the error's details), witness.policy, witness.key, store
+    errors.
     """
     with open_store(ctx) as store:
         r = store.log.ask_witnesses(timeout)
+    have = len(r["present"]) + len(r["cosigned"])
+    short = have < r["quorum"]
 
     def show(_: Any) -> None:
         click.echo(f"checkpoint size: {r['size']}")
@@ -211,7 +215,16 @@ def cosign(ctx: Ctx, timeout: float) -> None:
         for name, why in sorted(r["failed"].items()):
             click.echo(f"failed: {name}: {why}")
 
-    emit(ctx, r, show)
+    if not (short and ctx.json):  # with --json, one object: the error carries the result
+        emit(ctx, r, show)
+    if short:
+        size = r["size"]
+        what = "no signed checkpoint" if size is None else f"the checkpoint of size {size}"
+        raise evstore.error(
+            "witness.quorum",
+            f"{have} of the policy's witnesses cosigned {what}; {r['quorum']} must",
+            **r,
+        )
 
 
 @click.group()
@@ -367,8 +380,9 @@ def verify_proof(
     With --tiles URL|DIR --index N instead of FILE: fetch the checkpoint and tiles, rebuild
     the signed root from them and verify entry N's inclusion (docs/log.md#tiles).
 
-    With --policy FILE (witnesses and a quorum, docs/log.md#witnesses) the checkpoint must
-    also carry cosignatures of at least the quorum of the policy's witnesses.
+    With --policy FILE (witnesses and a quorum, docs/log.md#witnesses) the checkpoint (the
+    proof file's, or with --tiles the one fetched from the tiles) must also carry
+    cosignatures of at least the quorum of the policy's witnesses.
 
     Exit codes: 0 verified; 1 checkpoint.*, tlog-proof.*, log.consistency,
     log.content-mismatch, log.proof-malformed, tiles.malformed, tiles.missing,
@@ -379,16 +393,14 @@ def verify_proof(
     body = read_input(content) if content is not None else None
     if (file is None) == (tiles_from is None) or (tiles_from is None) != (index is None):
         raise click.UsageError("verify-proof takes FILE, or --tiles URL|DIR with --index N")
-    if tiles_from is not None and policy_file is not None:
-        raise click.UsageError("--policy applies to proof files (not --tiles) for now")
+    policy = None
+    if policy_file is not None:
+        policy = read_input(policy_file, limit=1 << 20).decode("utf-8", "replace")
     if tiles_from is not None:
         assert index is not None
-        r = evstore.verify_log_tiles(tiles_from, vkey, index, body)
+        r = evstore.verify_log_tiles(tiles_from, vkey, index, body, policy=policy)
     else:
         assert file is not None
-        policy = None
-        if policy_file is not None:
-            policy = read_input(policy_file, limit=1 << 20).decode("utf-8", "replace")
         r = evstore.verify_log_proof(read_input(file, limit=PROOF_MAX), vkey, body, policy=policy)
     if r["type"] == "inclusion":
         line = f"ok: entry {r['index']} is in {r['origin']} at size {r['size']}"

@@ -29,7 +29,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, Self, runtime_checkable
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, Self, overload, runtime_checkable
 
 from .core.digests import Digest
 from .core.errors import EvstoreError
@@ -351,6 +351,7 @@ class StoreProtocol(Protocol):
         """Store bytes or a binary stream read to its end; its digest and whether it was new."""
         ...
 
+    @overload
     def put_many(
         self,
         items: Iterable[bytes | os.PathLike[str] | BinaryIO],
@@ -358,8 +359,34 @@ class StoreProtocol(Protocol):
         batch: int | None = None,
         on_batch: Callable[[int, int], None] | None = None,
         progress: Callable[[int], None] | None = None,
-    ) -> list[PutResult]:
-        """Store many blobs (bytes, paths or binary streams); one result per item, in order."""
+        results: None = None,
+    ) -> list[PutResult]: ...
+
+    @overload
+    def put_many(
+        self,
+        items: Iterable[bytes | os.PathLike[str] | BinaryIO],
+        *,
+        batch: int | None = None,
+        on_batch: Callable[[int, int], None] | None = None,
+        progress: Callable[[int], None] | None = None,
+        results: Callable[[PutResult], object],
+    ) -> int: ...
+
+    def put_many(
+        self,
+        items: Iterable[bytes | os.PathLike[str] | BinaryIO],
+        *,
+        batch: int | None = None,
+        on_batch: Callable[[int, int], None] | None = None,
+        progress: Callable[[int], None] | None = None,
+        results: Callable[[PutResult], object] | None = None,
+    ) -> list[PutResult] | int:
+        """Store many blobs (bytes, paths or binary streams); one result per item, in order.
+
+        With ``results`` (a sink), each result is handed to it in order once its
+        transaction committed, and the number of items is returned instead of a list.
+        """
         ...
 
     def get(self, ref: str) -> bytes:

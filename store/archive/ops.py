@@ -8,9 +8,11 @@ role that reached it and the edges it records).
 * :func:`export_archive` walks the closure of each ref from the edge rows (the closure of
   ``evstore closure``: breadth-first, edges by role then address) plus, for each fragment,
   the ``fragment-source`` records that registered its source bytes (role
-  ``content-version``: the import needs them to re-check the fragment), then streams every
-  object from the database into a directory or a tar, verifying each on the way. Memory
-  holds the closure's index rows, never the objects. Output is deterministic.
+  ``content-version``: the import needs them to re-check the fragment;
+  store/archive/closure.py), then streams every object from the database into a directory
+  or a tar, verifying each before it is written (store/archive/writing.py). Memory holds the
+  closure's index rows and two batches of at most 8 MiB, never a large object whole.
+  Output is deterministic.
 * :func:`verify_archive` needs no store (store/archive/verify.py).
 * :func:`import_archive` verifies offline first (with the receiving store's settings); then,
   in one transaction of the receiving store, stores the plain blobs and passes every
@@ -21,14 +23,10 @@ role that reached it and the edges it records).
 
 from __future__ import annotations
 
-import contextlib
 import heapq
 import os
-import shutil
-import tarfile
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -41,33 +39,28 @@ from ..contracts.fragments.rules import (
     identity_key,
     scope_of,
 )
-from ..core.canonical import dumps, loads
+from ..core.canonical import loads
 from ..core.digests import Digest, digest_bytes
 from ..core.errors import EvstoreError, NotFound, error
 from ..core.refs import parse_ref
-from ..db.engine import driver_rows
 from ..db.settings import load_settings
-from ..db.tables import artifacts, blobs, edges
 from ..facade.ingest import check_errors, parse_documents
 from ..objects import blobs as _blobs
 from ..objects.artifacts import Document
 from ..objects.kinds import get_handler, kind_records
 from ..objects.txn import Txn
+from .closure import BATCH, Obj, closure, kind_text, layer
 from .layout import (
     ANN_ADDRESS,
-    ANN_EDGES,
     ANN_KIND,
     ANN_REF_NAME,
     ANN_ROLE,
     ARTIFACT_TYPE,
-    BLOB_DIR,
     EMPTY_CONFIG,
     EMPTY_CONFIG_DIGEST,
     INDEX_FILE,
     LAYOUT_FILE,
     MANIFEST_MEDIA_TYPE,
-    MEDIA_ARTIFACT,
-    MEDIA_BLOB,
     Limits,
     Source,
     blob_name,
@@ -75,10 +68,6 @@ from .layout import (
     layout_bytes,
     manifest_bytes,
     open_source,
-    tar_end,
-    tar_header,
-    tar_info,
-    tar_padding,
 )
 from .proofs import (
     ANN_PROVES,
@@ -88,6 +77,7 @@ from .proofs import (
     collect_proofs,
 )
 from .verify import Checked, Member, verify_source
+from .writing import WHOLE_MAX, Writer, write_files
 
 if TYPE_CHECKING:
     from ..facade.api import Store
@@ -101,22 +91,10 @@ __all__ = [
     "verify_archive",
 ]
 
-#: Rows asked for per IN list (every driver's parameter limit).
-_BATCH = 500
-#: Role of a fragment-source record listed with the fragment whose source it registered.
-CONTENT_VERSION = "content-version"
-#: Plain blobs up to this size are stored in batches; larger ones are streamed.
-_WHOLE_MAX = 8 << 20
-
-
-@dataclass
-class _Obj:
-    """What the walk knows of one stored object (index rows only, no bytes)."""
-
-    row: _blobs.BlobRow
-    kinds: tuple[str, ...]
-    edges: list[tuple[str, str]]
-    companions: list[str] = field(default_factory=list)
+#: Plain blobs imported per ``put_many`` (every driver's parameter limit).
+_BATCH = BATCH
+#: Plain blobs up to this size are imported in batches; larger ones are streamed (bytes).
+_WHOLE_MAX = WHOLE_MAX
 
 
 @dataclass
@@ -166,185 +144,7 @@ class ImportReport:
         }
 
 
-# --------------------------------------------------------------------------- the walk
-
-
-def _batches(items: Sequence[str]) -> Iterator[Sequence[str]]:
-    for i in range(0, len(items), _BATCH):
-        yield items[i : i + _BATCH]
-
-
-def _load(conn: sa.Connection, addresses: list[str], cache: dict[str, _Obj]) -> None:
-    """Fill ``cache`` with the index rows, kinds and edges of ``addresses`` (64 hex)."""
-    todo = sorted({a for a in addresses if a not in cache})
-    for chunk in _batches(todo):
-        rows = conn.execute(
-            sa.select(blobs.c.address, blobs.c.sha256, blobs.c.size, blobs.c.chunk_set).where(
-                blobs.c.address.in_(chunk)
-            )
-        ).all()
-        found = {r.address: _blobs.row_from(r) for r in rows}
-        kinds: dict[str, list[str]] = {}
-        for a, k in conn.execute(
-            sa.select(artifacts.c.address, artifacts.c.kind).where(artifacts.c.address.in_(chunk))
-        ):
-            kinds.setdefault(a, []).append(k)
-        out: dict[str, list[tuple[str, str]]] = {}
-        for src_, role, dst in conn.execute(
-            sa.select(edges.c.src, edges.c.role, edges.c.dst).where(edges.c.src.in_(chunk))
-        ):
-            out.setdefault(src_, []).append((role, dst))
-        for a in chunk:
-            if a not in found:
-                raise NotFound(
-                    f"blake3:{a} is in the closure but not stored; run `evstore check`",
-                    code="not-found.blob",
-                    details={"address": "blake3:" + a},
-                )
-            cache[a] = _Obj(found[a], tuple(sorted(kinds.get(a, ()))), sorted(out.get(a, ())))
-    _companions(conn, [a for a in todo if "fragment" in cache[a].kinds], cache)
-
-
-def _companions(conn: sa.Connection, fragments: list[str], cache: dict[str, _Obj]) -> None:
-    """The fragment-source records that registered each fragment's source bytes."""
-    for a in fragments:
-        frag = loads(_blobs.read_verified(conn, cache[a].row))
-        pair = (frag.get("document_id"), frag.get("fragment_id"))
-        sources = [d for role, d in cache[a].edges if role == "source"]
-        if not sources:
-            continue
-        rows = conn.execute(
-            sa.select(edges.c.src)
-            .join(artifacts, artifacts.c.address == edges.c.src)
-            .where(
-                edges.c.dst.in_(sources),
-                edges.c.role == "source",
-                artifacts.c.kind == "fragment-source",
-            )
-            .order_by(edges.c.src)
-        ).all()
-        for r in rows:
-            row = _blobs.lookup(conn, parse_ref("blake3:" + r.src))
-            rec = loads(_blobs.read_verified(conn, row)) if row is not None else {}
-            if (rec.get("document_id"), rec.get("fragment_id")) == pair:
-                cache[a].companions.append(r.src)
-
-
-def _closure(conn: sa.Connection, root: str, cache: dict[str, _Obj]) -> list[tuple[str, str]]:
-    """``(address hex, role)`` of every member of ``root``'s closure, root first, breadth-first."""
-    order = [(root, "root")]
-    seen = {root}
-    frontier = [root]
-    while frontier:
-        _load(conn, frontier, cache)
-        step: list[str] = []
-        for a in frontier:
-            reach = [*cache[a].edges, *((CONTENT_VERSION, c) for c in cache[a].companions)]
-            for role, dst in reach:
-                if dst not in seen:
-                    seen.add(dst)
-                    order.append((dst, role))
-                    step.append(dst)
-        frontier = step
-    return order
-
-
-def _kind_text(kinds: Sequence[str]) -> str:
-    return ",".join(kinds) if kinds else "blob"
-
-
-def _layer(obj: _Obj, role: str) -> dict[str, Any]:
-    d = obj.row.digest
-    ann = {ANN_ADDRESS: d.address, ANN_KIND: _kind_text(obj.kinds), ANN_ROLE: role}
-    if obj.edges:
-        ann[ANN_EDGES] = dumps([[r, "blake3:" + dst] for r, dst in obj.edges]).decode()
-    return {
-        "mediaType": MEDIA_ARTIFACT if obj.kinds else MEDIA_BLOB,
-        "digest": "sha256:" + d.sha256,
-        "size": d.size,
-        "annotations": ann,
-    }
-
-
-# --------------------------------------------------------------------------- writing
-
-
-class _Writer:
-    """Writes the layout into a temporary sibling of the output, renamed into place at the end.
-
-    A tar is written directly (USTAR headers from :func:`~evstore.archive.layout.tar_header`,
-    the bytes ``tarfile`` would write), so a member costs one header and its chunks.
-    """
-
-    def __init__(self, output: str) -> None:
-        self.output = output
-        self.tar = output.endswith(".tar")
-        parent = os.path.dirname(os.path.abspath(output))
-        if os.path.lexists(output) and not (
-            not self.tar and os.path.isdir(output) and not os.listdir(output)
-        ):
-            raise error(
-                "output.unwritable",
-                f"{output} already exists; give a new directory or .tar path",
-                path=output,
-            )
-        self._fh: Any = None
-        self._offset = 0
-        try:
-            if self.tar:
-                fd, self.tmp = tempfile.mkstemp(prefix=".evstore-archive-", dir=parent)
-                self._fh = os.fdopen(fd, "wb")
-            else:
-                self.tmp = tempfile.mkdtemp(prefix=".evstore-archive-", dir=parent)
-                os.makedirs(os.path.join(self.tmp, BLOB_DIR))
-        except OSError as exc:
-            raise error(
-                "output.unwritable", f"cannot write {output}: {exc.strerror}", path=output
-            ) from None
-
-    def _put(self, data: bytes) -> None:
-        self._fh.write(data)
-        self._offset += len(data)
-
-    def write(self, name: str, size: int, chunks: Iterator[bytes]) -> None:
-        if self._fh is None:
-            with open(os.path.join(self.tmp, name), "wb") as fh:
-                for chunk in chunks:
-                    fh.write(chunk)
-            return
-        self._put(tar_header(name, size))
-        written = 0
-        for chunk in chunks:  # to the iterator's end: iter_checked verifies there
-            written += len(chunk)
-            self._put(chunk)
-        if written != size:
-            raise error("output.unwritable", f"{name}: {written} bytes, not {size}")
-        self._put(tar_padding(size))
-
-    def directories(self) -> None:
-        if self._fh is not None:
-            for d in ("blobs", "blobs/sha256"):
-                self._put(tar_info(d, None).tobuf(tarfile.USTAR_FORMAT))
-
-    def commit(self) -> None:
-        if self._fh is not None:
-            self._put(tar_end(self._offset))
-            self._fh.close()
-            self._fh = None
-            os.chmod(self.tmp, 0o644)
-        elif os.path.isdir(self.output):
-            os.rmdir(self.output)
-        os.replace(self.tmp, self.output)
-
-    def abort(self) -> None:
-        if self._fh is not None:
-            with contextlib.suppress(OSError):
-                self._fh.close()
-        if os.path.isdir(self.tmp):
-            shutil.rmtree(self.tmp, ignore_errors=True)
-        else:
-            with contextlib.suppress(OSError):
-                os.unlink(self.tmp)
+# --------------------------------------------------------------------------- export
 
 
 def _proof_layers(
@@ -382,17 +182,17 @@ def _plan(
         if row is None:
             raise NotFound(f"no blob for {ref}", code="not-found.blob", details={"ref": ref})
         roots[row.digest.blake3] = ref
-    cache: dict[str, _Obj] = {}
+    cache: dict[str, Obj] = {}
     entries: list[tuple[dict[str, Any], bytes]] = []
-    objects: dict[str, _Obj] = {}
+    objects: dict[str, Obj] = {}
     for root in sorted(roots):
-        members = _closure(conn, root, cache)
-        layers = [_layer(cache[a], role) for a, role in members]
+        members = closure(conn, root, cache)
+        layers = [layer(cache[a], role) for a, role in members]
         if extras is not None:
             layers += _proof_layers(conn, ["blake3:" + a for a, _ in members], extras)
         for a, _ in members:
             objects[cache[a].row.digest.sha256] = cache[a]
-        kind = _kind_text(cache[root].kinds)
+        kind = kind_text(cache[root].kinds)
         data = manifest_bytes("blake3:" + root, kind, layers)
         entry = {
             "mediaType": MANIFEST_MEDIA_TYPE,
@@ -413,66 +213,6 @@ def closure_manifest(conn: sa.Connection, ref: str) -> bytes:
     """
     entries, _objects = _plan(conn, [ref])
     return entries[0][1]
-
-
-def _inline_batch(conn: sa.Connection, rows: list[_blobs.BlobRow]) -> dict[str, bytes]:
-    """The verified bytes of inline blobs (one query), by BLAKE3 hex.
-
-    The statement goes to the driver's cursor (:func:`~evstore.db.engine.driver_rows`), as
-    the batch reads' do: SQLAlchemy compiled an ``IN`` of 500 and built its rows for every
-    batch (issue 29, the export's read).
-    """
-    addresses = [r.digest.blake3 for r in rows]
-    params: tuple[Any, ...]
-    if conn.dialect.name == "postgresql":
-        sql, params = "SELECT address, data FROM blobs WHERE address = ANY(%b)", (addresses,)
-    else:
-        sql = f"SELECT address, data FROM blobs WHERE address IN ({','.join('?' * len(rows))})"
-        params = tuple(addresses)
-    found = driver_rows(conn, sql, params, binary=True)
-    data = {a: b"" if d is None else _blobs.as_bytes(d, a) for a, d in found}
-    for row in rows:
-        got = data.get(row.digest.blake3)
-        if got is None:
-            raise NotFound(f"no blob {row.digest.address}", code="not-found.blob")
-        err = _blobs.compare_digest(row, digest_bytes(got))
-        if err is not None:
-            raise err
-    return data
-
-
-def _contents(
-    conn: sa.Connection, files: dict[str, tuple[int, Any]]
-) -> Iterator[tuple[str, int, Iterator[bytes]]]:
-    """``(sha256 hex, size, chunks)`` of every file, by name; every object verified.
-
-    Inline blobs are read a batch at a time (at most :data:`_BATCH` rows and
-    :data:`_WHOLE_MAX` bytes per query); chunked ones stream a chunk at a time.
-    """
-    names = sorted(files)
-    i = 0
-    while i < len(names):
-        size, what = files[names[i]]
-        if isinstance(what, bytes):
-            yield names[i], size, iter([what])
-            i += 1
-            continue
-        if what.chunk_set is not None:
-            yield names[i], size, _blobs.iter_checked(conn, what)
-            i += 1
-            continue
-        batch: list[tuple[str, _blobs.BlobRow]] = []
-        total = 0
-        while i < len(names) and len(batch) < _BATCH and total < _WHOLE_MAX:
-            size, what = files[names[i]]
-            if isinstance(what, bytes) or what.chunk_set is not None:
-                break
-            batch.append((names[i], what))
-            total += size
-            i += 1
-        data = _inline_batch(conn, [row for _, row in batch])
-        for name, row in batch:
-            yield name, row.digest.size, iter([data[row.digest.blake3]])
 
 
 def export_archive(
@@ -511,11 +251,10 @@ def export_archive(
     with tx.read() as conn:
         extras: dict[str, bytes] | None = {} if with_proofs else None
         entries, objects = _plan(conn, refs, extras)
-        writer = _Writer(out)
+        writer = Writer(out)
         try:
-            writer.write(LAYOUT_FILE, len(layout_bytes()), iter([layout_bytes()]))
             index = index_bytes([e for e, _ in entries])
-            writer.write(INDEX_FILE, len(index), iter([index]))
+            writer.write_all([(LAYOUT_FILE, layout_bytes()), (INDEX_FILE, index)])
             writer.directories()
             files: dict[str, tuple[int, Any]] = {EMPTY_CONFIG_DIGEST[7:]: (2, EMPTY_CONFIG)}
             for entry, data in entries:
@@ -524,8 +263,7 @@ def export_archive(
                 files[sha] = (len(extra), extra)
             for sha, obj in objects.items():
                 files.setdefault(sha, (obj.row.digest.size, obj.row))
-            for sha, size, chunks in _contents(conn, files):
-                writer.write(blob_name(sha), size, chunks)
+            write_files(conn, writer, files)
             writer.commit()
         except BaseException:
             writer.abort()

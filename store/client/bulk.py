@@ -131,8 +131,12 @@ def put_many(
     batch: int | None = None,
     on_batch: Callable[[int, int], None] | None = None,
     progress: Callable[[int], None] | None = None,
+    sink: Callable[[PutResult], object] | None = None,
 ) -> list[PutResult]:
     """Store many blobs in one request (see :meth:`evstore.Store.put_many`).
+
+    With ``sink``, each result is handed to it in order (with ``batch``: a batch's results,
+    then ``on_batch`` for it, as locally).
 
     Raises:
         InputError: ``input.unreadable``, ``input.invalid``; the server's errors
@@ -175,7 +179,11 @@ def put_many(
         results.append(PutResult(digest, bool(row.get("new"))))
     if progress is not None:
         progress(len(results))
-    if batch is not None and on_batch is not None:
-        for n in range(batch, len(results) + batch, batch):
+    step = batch or len(results) or 1
+    for n in range(step, len(results) + step, step):
+        if sink is not None:
+            for res in results[n - step : n]:
+                sink(res)
+        if batch is not None and on_batch is not None:
             on_batch(n // batch, min(n, len(results)))
     return results

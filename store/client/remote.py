@@ -25,7 +25,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, BinaryIO
+from typing import IO, TYPE_CHECKING, Any, BinaryIO, overload
 
 import httpx
 
@@ -213,7 +213,7 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
         resp, promised = get_object(self.http, path)  # from the bucket when redirected
         h = Hasher()
         for chunk in self.http.iter_bytes(resp, "GET", path):
-            h.update(chunk)
+            h.submit(chunk)  # hashed by workers while the next chunk is received
             sink(chunk)
         digest = h.digest()
         self._verify(ref, digest)
@@ -247,7 +247,7 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
         start = fh.tell()
         h = Hasher()
         while chunk := fh.read(_CHUNK):
-            h.update(chunk)
+            h.submit(chunk)  # hashed by workers while the next chunk is read
 
         def body() -> Iterator[bytes]:
             fh.seek(start)
@@ -282,6 +282,7 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
             )
         return PutResult(digest, bool(out.get("new", resp.status_code == 201)))
 
+    @overload
     def put_many(
         self,
         items: Iterable[Any],
@@ -289,19 +290,42 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
         batch: int | None = None,
         on_batch: Callable[[int, int], None] | None = None,
         progress: Callable[[int], None] | None = None,
-    ) -> list[PutResult]:
+        results: None = None,
+    ) -> list[PutResult]: ...
+
+    @overload
+    def put_many(
+        self,
+        items: Iterable[Any],
+        *,
+        batch: int | None = None,
+        on_batch: Callable[[int, int], None] | None = None,
+        progress: Callable[[int], None] | None = None,
+        results: Callable[[PutResult], object],
+    ) -> int: ...
+
+    def put_many(
+        self,
+        items: Iterable[Any],
+        *,
+        batch: int | None = None,
+        on_batch: Callable[[int, int], None] | None = None,
+        progress: Callable[[int], None] | None = None,
+        results: Callable[[PutResult], object] | None = None,
+    ) -> list[PutResult] | int:
         """Store many blobs in one request, all or nothing (``POST /v1/objects/batch``).
 
-        ``items`` as :meth:`Store.put_many`; one transaction on the server (or one per
-        ``batch``, with the library's batch semantics). store/client/bulk.py.
+        ``items`` and ``results`` as :meth:`Store.put_many`; one transaction on the server
+        (or one per ``batch``, with the library's batch semantics). store/client/bulk.py.
 
         Raises:
             InputError: ``input.unreadable``, ``input.invalid``; the server's errors.
         """
         self._live()
-        from .bulk import put_many
+        from .bulk import put_many as put
 
-        return put_many(self.http, items, batch=batch, on_batch=on_batch, progress=progress)
+        out = put(self.http, items, batch=batch, on_batch=on_batch, progress=progress, sink=results)
+        return out if results is None else len(out)
 
     def get(self, ref: str) -> bytes:
         """The exact bytes a content ref names, verified here against the ref.
@@ -346,7 +370,7 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
         def chunks() -> Iterator[bytes]:
             h = Hasher()
             for chunk in self.http.iter_bytes(resp, "GET", path):
-                h.update(chunk)
+                h.submit(chunk)  # hashed by workers while the caller uses it
                 yield chunk
             digest = h.digest()
             self._verify(parsed, digest)

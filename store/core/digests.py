@@ -17,6 +17,7 @@ import binascii
 import hashlib
 import os
 import threading
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -29,6 +30,7 @@ __all__ = [
     "PARALLEL_MIN",
     "b64u_to_hex",
     "blake3_hex",
+    "digest_batch",
     "digest_bytes",
     "digest_stream",
     "hex_to_b64u",
@@ -213,6 +215,28 @@ def digest_bytes(data: bytes) -> Digest:
     sha = _sha_pool().submit(hashlib.sha256, data)  # beside BLAKE3's own threads
     b3 = _blake3.blake3(data, max_threads=_blake3.blake3.AUTO)
     return Digest(b3.hexdigest(), sha.result().hexdigest(), len(data))
+
+
+def _digest_all(items: Sequence[bytes]) -> list[Digest]:
+    b3 = _blake3.blake3
+    sha = hashlib.sha256
+    return [Digest(b3(d).hexdigest(), sha(d).hexdigest(), len(d)) for d in items]
+
+
+def digest_batch(items: Sequence[bytes]) -> Future[list[Digest]]:
+    """Start hashing each of ``items`` in a worker thread and return at once.
+
+    For many small byte strings (an export's batch of inline blobs, issue 29): the caller
+    fetches the next batch while this one is hashed (both hash libraries release the GIL on
+    buffers of 2 KiB or more; docs/design.md, "Hashing in parallel"). Each item is hashed in
+    the one worker, single-threaded. The caller must not modify the items until the result
+    is taken.
+
+    Returns:
+        A future whose ``result()`` is the :class:`Digest` of each item, in order (size in
+        bytes); it re-raises an error of the worker (none is expected of the hash libraries).
+    """
+    return _sha_pool().submit(_digest_all, items)
 
 
 def digest_stream(stream: BinaryIO, chunk_size: int = 1 << 20) -> Digest:

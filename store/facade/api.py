@@ -17,7 +17,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, overload
 
 import sqlalchemy as sa
 
@@ -41,7 +41,7 @@ from ..objects.artifacts import (
     list_artifacts,
     warnings_of,
 )
-from ..objects.blob_batches import put_expecting, put_stream_many, rereadable
+from ..objects.blob_batches import put_expecting, rereadable
 from ..objects.blob_reads import BlobRead, has_verified, read_batches, resolve
 from ..objects.external import EXTERNAL, make_backend_dir
 from ..objects.kinds import check_kind, lookup_value
@@ -53,11 +53,9 @@ from .admin import TokenOps, read_config, write_config
 from .ingest import (
     as_documents,
     ingest_documents,
-    offset_progress,
-    one_shot,
-    run_batches,
     validate_documents,
 )
+from .puts import put_many as put_many_in
 
 if TYPE_CHECKING:  # the namespaces' types; each is imported on first use (start-up cost)
     from ..contracts.contexts.store import ContextOps
@@ -284,6 +282,7 @@ class Store:
         put = lambda c: _blobs.put_stream(c, stream())  # noqa: E731
         return put_expecting(self.transactions, put, wanted, expect)
 
+    @overload
     def put_many(
         self,
         items: Iterable[bytes | os.PathLike[str] | BinaryIO],
@@ -291,7 +290,29 @@ class Store:
         batch: int | None = None,
         on_batch: Callable[[int, int], None] | None = None,
         progress: Callable[[int], None] | None = None,
-    ) -> list[_blobs.PutResult]:
+        results: None = None,
+    ) -> list[_blobs.PutResult]: ...
+
+    @overload
+    def put_many(
+        self,
+        items: Iterable[bytes | os.PathLike[str] | BinaryIO],
+        *,
+        batch: int | None = None,
+        on_batch: Callable[[int, int], None] | None = None,
+        progress: Callable[[int], None] | None = None,
+        results: Callable[[_blobs.PutResult], object],
+    ) -> int: ...
+
+    def put_many(
+        self,
+        items: Iterable[bytes | os.PathLike[str] | BinaryIO],
+        *,
+        batch: int | None = None,
+        on_batch: Callable[[int, int], None] | None = None,
+        progress: Callable[[int], None] | None = None,
+        results: Callable[[_blobs.PutResult], object] | None = None,
+    ) -> list[_blobs.PutResult] | int:
         """Store many blobs: one transaction (all or nothing), or all-or-nothing batches.
 
         Args:
@@ -304,9 +325,16 @@ class Store:
             on_batch: called as ``on_batch(batches committed, items committed)``.
             progress: called as ``progress(items done)`` after each chunk written (counting
                 committed batches; for a progress display).
+            results: a sink: called as ``results(put_result)`` for each item, in order,
+                after the transaction that stored it committed (with ``batch``: after each
+                batch, before ``on_batch``), instead of returning a list. The results wait
+                for the commit in a temporary file (73 bytes an item), so memory does not
+                grow with the number of items (issue 28). What the sink raises propagates;
+                the items it was not called for are stored all the same.
 
         Returns:
-            One :class:`~evstore.objects.blobs.PutResult` per item, in order.
+            One :class:`~evstore.objects.blobs.PutResult` per item, in order; with
+            ``results``, the number of items stored.
 
         Raises:
             InputError: ``input.unreadable`` (a path that cannot be read), ``input.invalid``
@@ -314,25 +342,7 @@ class Store:
                 ``details.committed_batches`` / ``details.committed_items`` say what stayed.
         """
         self._live()
-        if batch is None:
-            take = one_shot(items)
-            streams: dict[int, rereadable] = {}
-            return self.db.run_transaction(
-                lambda conn: put_stream_many(conn, take(), progress, streams)
-            )
-        committed = [0]
-
-        def one(chunk: list[Any]) -> list[_blobs.PutResult]:
-            tick = offset_progress(progress, committed[0])
-            streams: dict[int, rereadable] = {}
-            return self.db.run_transaction(lambda conn: put_stream_many(conn, chunk, tick, streams))
-
-        def after(batches: int, done: int) -> None:
-            committed[0] = done
-            if on_batch is not None:
-                on_batch(batches, done)
-
-        return [r for rs in run_batches(items, batch, one, after) for r in rs]
+        return put_many_in(self.db, items, batch, on_batch, progress, results)
 
     def _resolve(self, conn: sa.Connection, ref: str) -> _blobs.BlobRow:
         return resolve(conn, ref)

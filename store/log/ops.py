@@ -62,9 +62,8 @@ from ..tlog.checkpoint import (
     verify_checkpoint,
     verify_tlog_proof,
 )
-from ..tlog.cosignature import Policy
 from .integrate import DEFAULT_LIMIT, integrate_round, pending_count
-from .tiles import content_matches, export_tiles, read_tile
+from .tiles import content_matches, export_tiles, policy_cosigners, read_tile
 from .witness import add_checkpoint, ask_witnesses, witnessed
 
 __all__ = ["CONSISTENCY_FORMAT", "LogOps", "load_signer", "verify_proof"]
@@ -649,13 +648,13 @@ def verify_proof(
             raise error("input.invalid", "--content applies to inclusion proofs only")
         out = _verify_consistency_file(text, verifier)
         if policy is not None:
-            out["cosigned"] = _policy_check(policy, verifier, json.loads(text)["checkpoint"])
+            out["cosigned"] = policy_cosigners(policy, verifier, json.loads(text)["checkpoint"])
         return out
     proof = parse_tlog_proof(text)
     if proof.extra is None:
         raise error("log.proof-malformed", "the tlog-proof carries no log entry (extra line)")
     cp = verify_tlog_proof(proof, merkle.leaf_hash(proof.extra), verifier)
-    cosigned = None if policy is None else _policy_check(policy, verifier, proof.checkpoint)
+    cosigned = None if policy is None else policy_cosigners(policy, verifier, proof.checkpoint)
     entry = parse_entry(proof.extra)
     if content is not None:
         content_matches(entry, content)
@@ -669,14 +668,6 @@ def verify_proof(
         "content": content is not None,
         **({} if cosigned is None else {"cosigned": cosigned}),
     }
-
-
-def _policy_check(policy_text: str, verifier: Verifier, note: str) -> dict[str, int]:
-    """The verified cosigners of ``note`` under a witness policy (at least its quorum)."""
-    policy = Policy.parse(policy_text)
-    if policy.log.vkey() != verifier.vkey():
-        raise error("witness.policy", "the policy names another log key than --key")
-    return policy.check(note)
 
 
 def _verify_consistency_file(text: str, verifier: Verifier) -> dict[str, Any]:

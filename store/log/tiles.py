@@ -32,7 +32,8 @@ from ..db.tables import log_checkpoints, log_entries, log_nodes
 from ..db.transactions import Transactions
 from ..objects.log_entries import parse_entry
 from ..tlog import merkle
-from ..tlog.checkpoint import parse_vkey, verify_checkpoint
+from ..tlog.checkpoint import Verifier, parse_vkey, verify_checkpoint
+from ..tlog.cosignature import Policy
 from ..tlog.tiles import (
     TILE_HEIGHT,
     TILE_WIDTH,
@@ -49,6 +50,7 @@ __all__ = [
     "export_tiles",
     "fetcher",
     "latest_note",
+    "policy_cosigners",
     "read_tile",
     "verify_tiles_inclusion",
 ]
@@ -132,12 +134,17 @@ def read_tile(tx: Transactions, path: str) -> tuple[bytes, bool]:
         return _tile_bytes(conn, ref), ref.full
 
 
+#: Exported files are public (for static hosting): readable by a web server's own user.
+_FILE_MODE = 0o644
+
+
 def _write_atomic(target: Path, data: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            os.fchmod(f.fileno(), _FILE_MODE)  # mkstemp made it 0600
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
@@ -151,7 +158,8 @@ def export_tiles(tx: Transactions, directory: str | os.PathLike[str]) -> dict[st
     Incremental: a full tile (or bundle) already present with its length is not written
     again; partial tiles of the current size are written when missing; then
     ``checkpoint`` is replaced. Every file appears by an atomic rename, so an export killed
-    at any point leaves whole files only, and the next export completes it.
+    at any point leaves whole files only, and the next export completes it. Files are
+    written with mode 0644 (public data, read by a web server running as another user).
 
     Returns:
         ``{"size": the checkpoint's size, "written": files written, "kept": full tiles
@@ -235,6 +243,8 @@ def verify_tiles_inclusion(
     vkey: str,
     index: int,
     content: bytes | None = None,
+    *,
+    policy: str | None = None,
 ) -> dict[str, Any]:
     """Verify entry ``index`` of a tiled log from its tiles alone (no store).
 
@@ -242,26 +252,31 @@ def verify_tiles_inclusion(
     size from the tiles (it must be the signed root), reads the entry from its bundle
     (its leaf hash must be the level-0 tile's), and verifies the RFC 9162 2.1.3.2 inclusion
     proof computed from the tiles; with ``content``, that the entry names exactly those
-    bytes.
+    bytes; with ``policy``, that the fetched checkpoint carries cosignatures of at least
+    the policy's quorum of witnesses (checked before any tile is fetched).
 
     Args:
         source: a URL prefix, a directory (``evstore log tiles export``), or a fetch callable.
         vkey: the log's verifier key.
         index: the entry's index.
         content: the object's bytes, optionally.
+        policy: a witness policy text (store/tlog/cosignature.py ``Policy``), optionally.
 
     Returns:
-        As :func:`evstore.log.ops.verify_proof` for an inclusion proof, plus ``"tiles": True``.
+        As :func:`evstore.log.ops.verify_proof` for an inclusion proof, plus ``"tiles": True``
+        (and with a policy ``"cosigned"``: ``{witness name: timestamp}``).
 
     Raises:
         CheckpointError (``checkpoint.*``); InputError ``tiles.malformed``, ``log.range``,
         ``tlog-proof.inclusion`` (a root, leaf or path that does not verify),
-        ``log.entry-malformed``, ``log.content-mismatch``; NotFound ``tiles.missing``.
+        ``log.entry-malformed``, ``log.content-mismatch``, ``witness.policy``,
+        ``witness.key``, ``witness.quorum``; NotFound ``tiles.missing``.
     """
     fetch = fetcher(source) if isinstance(source, str) else source
     verifier = parse_vkey(vkey)
     note = fetch("checkpoint").decode("utf-8", "replace")
     cp = verify_checkpoint(note, verifier)
+    cosigned = None if policy is None else policy_cosigners(policy, verifier, note)
     if type(index) is not int or not 0 <= index < cp.size:
         raise error("log.range", f"entry {index} is not in the checkpoint of size {cp.size}")
     tree = TileTree(cp.size, fetch)
@@ -291,4 +306,21 @@ def verify_tiles_inclusion(
         "entry": entry,
         "content": content is not None,
         "tiles": True,
+        **({} if cosigned is None else {"cosigned": cosigned}),
     }
+
+
+def policy_cosigners(policy_text: str, verifier: Verifier, note: str) -> dict[str, int]:
+    """The verified cosigners of the signed ``note`` under a witness policy text.
+
+    Returns:
+        ``{witness name: cosignature timestamp (POSIX seconds)}``, at least the quorum.
+
+    Raises:
+        InputError: ``witness.policy`` (the text does not parse, or names another log key
+            than ``verifier``'s), ``witness.key``, ``witness.quorum`` (too few cosigned).
+    """
+    policy = Policy.parse(policy_text)
+    if policy.log.vkey() != verifier.vkey():
+        raise error("witness.policy", "the policy names another log key than --key")
+    return policy.check(note)

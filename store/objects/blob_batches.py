@@ -8,20 +8,26 @@ stream is rewound when the transaction runs again (:class:`rereadable`).
 from __future__ import annotations
 
 import os
+import struct
+import tempfile
 from collections.abc import Callable, Iterable
 from typing import Any, BinaryIO
 
 import sqlalchemy as sa
 
+from ..core.digests import Digest
 from ..core.errors import EvstoreError, error
 from ..core.refs import ContentRef
 from ..db.tables import blobs as _blob_rows
 from ..db.transactions import Transactions
 from . import blobs as _blobs
 from . import external
+from .leases import settle_blobs
+from .log_entries import spill_entries
 
 __all__ = [
     "PUT_CHUNK",
+    "ResultSpool",
     "expecting",
     "item_bytes",
     "put_expecting",
@@ -93,21 +99,39 @@ def put_stream_many(
     items: Iterable[Any],
     progress: Callable[[int], None] | None = None,
     streams: dict[int, rereadable] | None = None,
-) -> list[_blobs.PutResult]:
+    out: list[_blobs.PutResult] | ResultSpool | None = None,
+) -> list[_blobs.PutResult] | ResultSpool:
     """Store ``items`` on ``conn``, a chunk of small ones at a time, large ones streamed.
 
     ``streams`` keeps, across the attempts of one transaction, each stream item's
     :class:`~evstore.facade.ingest.rereadable` by its index, so a retry stores the same bytes.
+    The results go to ``out`` (a new list by default; a :class:`ResultSpool` keeps them on
+    disk), which is returned.
+
+    Before each chunk after the first, what the earlier ones left for the commit is written
+    (their roots and leases, :func:`~evstore.objects.leases.settle_blobs`; their log entries,
+    :func:`~evstore.objects.log_entries.spill_entries`), so memory holds one chunk's rows,
+    entries and addresses whatever the number of items (issue 28); a call of one chunk
+    writes them at the commit, as any write does.
     """
     if streams is None:
         streams = {}
-    out: list[_blobs.PutResult] = []
+    if out is None:
+        out = []
     pending: list[bytes] = []
     size = 0
+    written = [False]
+
+    def settle() -> None:
+        if written[0]:
+            settle_blobs(conn)  # roots and leases first: rooting may log retain entries
+            spill_entries(conn)
+        written[0] = True
 
     def flush() -> None:
         nonlocal size
         if pending:
+            settle()
             out.extend(_blobs.put_many(conn, pending))
             pending.clear()
             size = 0
@@ -126,6 +150,7 @@ def put_stream_many(
         if not isinstance(item, os.PathLike):  # a caller's stream: rewound on a retry
             data = streams.setdefault(i, rereadable(data))()
         try:
+            settle()
             out.append(_blobs.put_stream(conn, data))
         finally:
             if isinstance(item, os.PathLike):
@@ -134,6 +159,75 @@ def put_stream_many(
             progress(len(out))
     flush()
     return out
+
+
+class ResultSpool:
+    """Put results kept in a temporary file, in order, instead of a list (issue 28).
+
+    73 bytes a result on disk (BLAKE3 and SHA-256 as bytes, the size, the ``new`` flag),
+    none in memory: a put of many items hands its results to a caller's sink after its
+    commit (:meth:`replay`) without holding one :class:`~evstore.core.results.PutResult`
+    per item. :meth:`reset` empties it for another attempt of a transaction. Use it as a
+    context manager, or :meth:`close` it.
+    """
+
+    def __init__(self) -> None:
+        self._fh = tempfile.TemporaryFile(prefix="evstore-results-")
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __enter__(self) -> ResultSpool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def append(self, res: _blobs.PutResult) -> None:
+        """Keep one result after the others."""
+        d = res.digest
+        self._fh.write(
+            _RECORD.pack(bytes.fromhex(d.blake3), bytes.fromhex(d.sha256), d.size, res.new)
+        )
+        self._count += 1
+
+    def extend(self, results: Iterable[_blobs.PutResult]) -> None:
+        """Keep each of ``results``, in order."""
+        for res in results:
+            self.append(res)
+
+    def reset(self) -> None:
+        """Forget every result (a transaction's new attempt starts from none)."""
+        self._fh.seek(0)
+        self._fh.truncate()
+        self._count = 0
+
+    def replay(self, sink: Callable[[_blobs.PutResult], object]) -> int:
+        """Call ``sink(result)`` for each result kept, in order; return how many.
+
+        Memory: one read of about 64 KiB of records at a time.
+        """
+        self._fh.flush()
+        self._fh.seek(0)
+        left = self._count
+        per = max(1, (64 << 10) // _RECORD.size)
+        while left:
+            n = min(per, left)
+            block = self._fh.read(n * _RECORD.size)
+            for b3, sha, size, new in _RECORD.iter_unpack(block):
+                sink(_blobs.PutResult(Digest(b3.hex(), sha.hex(), size), new))
+            left -= n
+        self._fh.seek(0, os.SEEK_END)
+        return self._count
+
+    def close(self) -> None:
+        """Delete the file."""
+        self._fh.close()
+
+
+#: One result on disk: BLAKE3, SHA-256, size in bytes, new.
+_RECORD = struct.Struct("<32s32sQ?")
 
 
 def expecting(

@@ -70,6 +70,7 @@ __all__ = [
     "pending",
     "record",
     "rooting",
+    "settle_blobs",
     "sql_time",
     "step",
 ]
@@ -201,6 +202,11 @@ class Pending:
 
     def __call__(self, conn: Connection) -> None:
         """Root and lease what the transaction wrote (one statement per table), then commit."""
+        self.write(conn)
+        step("commit")
+
+    def write(self, conn: Connection) -> None:
+        """Root and lease what was noted (one statement per table; see :meth:`__call__`)."""
         rooted = sorted(self.artifacts or self.blobs)
         if rooted:
             new = _insert_roots(conn, self.root, rooted, self.fresh, self.ids)
@@ -211,7 +217,6 @@ class Pending:
         else:
             leasing = sorted((self.blobs | self.artifacts) - self.leased)
         _extend(conn, self, leasing)
-        step("commit")
 
 
 def pending(conn: Connection) -> Pending:
@@ -235,6 +240,27 @@ def note_blobs(conn: Connection, addresses: Iterable[str], fresh: Iterable[str] 
     task = pending(conn)
     task.blobs.update(addresses)
     task.fresh.update(fresh)
+
+
+def settle_blobs(conn: Connection) -> None:
+    """Root and lease the blobs noted so far now, and forget them (a put of many blobs).
+
+    A put of many blobs in one transaction calls this between its chunks, so what the
+    transaction keeps for its commit is one chunk's addresses, not every blob's (issue 28).
+    The rows are the ones the commit would write (roots ``ON CONFLICT DO NOTHING``, leases
+    only lengthened), inside the same transaction: a rollback takes them back with the
+    blobs. A blob noted again later (the same bytes in a later chunk) finds its root and
+    lease written and adds nothing. No-op when the transaction noted artifacts (then the
+    artifacts are rooted at the commit, not the blobs).
+    """
+    task = conn.info.get(BEFORE_COMMIT)
+    if not isinstance(task, Pending) or task.artifacts or not task.blobs:
+        return
+    task.write(conn)
+    task.blobs.clear()
+    task.fresh.clear()
+    task.leased.clear()
+    task.ids.clear()
 
 
 def note_artifacts(conn: Connection, addresses: Iterable[str]) -> None:

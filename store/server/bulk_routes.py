@@ -4,19 +4,25 @@ r"""Many objects in one request, committed in one transaction (issue 28, docs/ht
 (``application/x-evstore-objects``): per object one header line ``SIZE ADDRESS\n`` (a
 decimal byte count and the ``blake3:<hex>`` the client computed), then exactly SIZE bytes.
 
-The body is read as it arrives into one spool file on disk (a part over 8 MiB into a file of
-its own); each part is hashed while it is written and must hash to its address, else the
-request is refused (422 ``put.digest-mismatch`` naming the part) before anything is stored.
-Only then are the parts stored by ``Store.put_many``: one transaction for all of them (all or
-nothing, as ``evstore put`` of many files locally), or one per N with ``batch`` (the
-library's batches: the error of a failing one says what stayed committed). Memory holds one
-chunk of the body, one hasher, and an offset and address per part; the request's size
-is bounded by ``--max-bundle-bytes`` and the number of parts by :data:`MAX_PARTS`. A body cut
-short or malformed is refused (400 ``http.request``) with nothing stored.
+The body is read as it arrives into one spool file on disk, each part after a 16-byte
+record of its size (a part over 8 MiB into a file of its own); each part is hashed while it
+is written and must hash to its address, else the request is refused (422
+``put.digest-mismatch`` naming the part) before anything is stored. Only then are the parts
+stored by ``Store.put_many``, read back from the spool in one pass: one transaction for all
+of them (all or nothing, as ``evstore put`` of many files locally), or one per N with
+``batch`` (the library's batches: the error of a failing one says what stayed committed).
+The request's size is bounded by ``--max-bundle-bytes`` and the number of parts by
+:data:`MAX_PARTS`. A body cut short or malformed is refused (400 ``http.request``) with
+nothing stored.
 
 The answer: ``{"results": [{"address", "sha256", "sha256_b64u", "object_store", "size",
-"new"}, ...]}``, one per part, in order, encoded as it is sent (the library's results are
-held until then: a few hundred bytes a part, never the parts' bytes).
+"new"}, ...]}``, one per part, in order. The library hands the results over after its
+commit (``Store.put_many(results=...)``); they are written to a temporary file and the
+answer is streamed from it.
+
+Memory (issue 28) holds one chunk of the body, one hasher and the part being received,
+then the library's one chunk of items; nothing per part: the server's memory does not grow
+with the number of parts (tests/store/test_put_many_bounded.py, docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -24,17 +30,18 @@ from __future__ import annotations
 import json
 import os
 import re
+import struct
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import blake3
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
 
-from .. import error
+from .. import PutResult, error
 from .app import Served
 from .auth import ingester
 from .wire import BINARY, OBJECT_RESPONSES, request_body
@@ -55,38 +62,46 @@ _HEADER_MAX = 100
 
 
 class _Part:
-    """One part: where its bytes are (``offset`` in the shared file, or a ``path``)."""
+    """The part being received: its size, address, bytes still to come, own file if any."""
 
-    __slots__ = ("address", "left", "offset", "path", "size")
+    __slots__ = ("address", "left", "path", "size")
 
-    def __init__(self, size: int, address: str, offset: int, path: str | None) -> None:
-        self.size, self.address, self.offset, self.path = size, address, offset, path
+    def __init__(self, size: int, address: str, path: str | None) -> None:
+        self.size, self.address, self.path = size, address, path
         self.left = size
 
 
+#: A part's record in the spool, before its bytes: its size, and the number of its own
+#: file (-1: its bytes follow in the spool).
+_RECORD = struct.Struct("<qq")
+
+
 class _Spool:
-    """Parts received into a directory: ``all`` holds the small ones back to back."""
+    """Parts received into a directory: ``all`` holds them back to back, each after its record.
+
+    Nothing is kept per part in memory (issue 28): the part being received, and a count.
+    """
 
     def __init__(self, directory: str) -> None:
         self.dir = directory
         self.all = open(os.path.join(directory, "all"), "w+b")
-        self.parts: list[_Part] = []
+        self.count = 0
         self._own: Any = None
         # One hasher, for the part being received (a BLAKE3 state is ~2 KB: one a part
         # would make memory grow with the number of parts).
         self._hasher = blake3.blake3()
 
     def start(self, size: int, address: str) -> _Part:
-        if len(self.parts) >= MAX_PARTS:
+        if self.count >= MAX_PARTS:
             raise error("http.request", f"more than {MAX_PARTS} parts in one request")
         path = None
         if size > _OWN_FILE:
-            path = os.path.join(self.dir, str(len(self.parts)))
+            path = os.path.join(self.dir, str(self.count))
             self._own = open(path, "wb")
-        part = _Part(size, address, self.all.tell(), path)
-        self.parts.append(part)
+        self.all.write(_RECORD.pack(size, self.count if path else -1))
+        self.count += 1
         self._hasher = blake3.blake3()
-        return part
+        return _Part(size, address, path)
 
     def write(self, part: _Part, data: bytes) -> None:
         self._hasher.update(data)
@@ -99,24 +114,26 @@ class _Spool:
             if got != part.address:
                 raise error(
                     "put.digest-mismatch",
-                    f"part {len(self.parts) - 1} hashes to {got}, not to {part.address} as "
+                    f"part {self.count - 1} hashes to {got}, not to {part.address} as "
                     "sent; nothing was stored",
-                    f"/{len(self.parts) - 1}",
-                    part=len(self.parts) - 1,
+                    f"/{self.count - 1}",
+                    part=self.count - 1,
                     expected=part.address,
                     got=got,
                 )
 
     def items(self) -> Iterator[Any]:
-        """The parts for ``put_many``, lazily: bytes read back, or the path of a large one."""
+        """The parts for ``put_many``, lazily and in order: bytes read back, or the path of
+        a large one (one sequential read of the spool).
+        """  # noqa: D205
         self.all.flush()
         with open(self.all.name, "rb") as fh:
-            for part in self.parts:
-                if part.path:
-                    yield Path(part.path)
+            for _ in range(self.count):
+                size, own = _RECORD.unpack(fh.read(_RECORD.size))
+                if own >= 0:
+                    yield Path(self.dir, str(own))
                 else:
-                    fh.seek(part.offset)
-                    yield fh.read(part.size)
+                    yield fh.read(size)
 
     def close(self) -> None:
         self.all.close()
@@ -135,13 +152,13 @@ async def _receive(request: Request, spool: _Spool) -> None:
                 end = buf.find(b"\n", 0, _HEADER_MAX)
                 if end < 0:
                     if len(buf) >= _HEADER_MAX:
-                        raise error("http.request", f"part {len(spool.parts)}: no header line")
+                        raise error("http.request", f"part {spool.count}: no header line")
                     break
                 m = _HEADER.fullmatch(buf[: end + 1])
                 if m is None:
                     raise error(
                         "http.request",
-                        f"part {len(spool.parts)}: the header is 'SIZE blake3:<hex>\\n'",
+                        f"part {spool.count}: the header is 'SIZE blake3:<hex>\\n'",
                     )
                 buf = buf[end + 1 :]
                 part = spool.start(int(m.group(1)), m.group(2).decode("ascii"))
@@ -169,25 +186,54 @@ async def put_batch(
     root: str | None = Query(None, description="Root the objects under this root."),
     one: Served = Depends(ingester),  # noqa: B008
 ) -> StreamingResponse:
-    """``{"results": [put --json object, ...]}``, one per part, in order."""
-    with tempfile.TemporaryDirectory(prefix="evstore-batch-") as tmp:
-        spool = _Spool(tmp)
-        try:
-            await _receive(request, spool)
+    """``{"results": [put --json object, ...]}``, one per part, in order.
 
-            def work() -> list[Any]:
-                return one.store.put_many(spool.items(), batch=batch)
+    The results are written to a temporary file as the library hands them over after its
+    commit (``Store.put_many(results=...)``), and the answer is read from it as it is sent.
+    """
+    answer = tempfile.TemporaryFile(prefix="evstore-batch-answer-")
+    try:
+        with tempfile.TemporaryDirectory(prefix="evstore-batch-") as tmp:
+            spool = _Spool(tmp)
+            try:
+                await _receive(request, spool)
+                await run_in_threadpool(rooted(request, root, _storing(one, spool, batch, answer)))
+            finally:
+                spool.close()
+    except BaseException:
+        answer.close()
+        raise
+    return StreamingResponse(_answer(answer), media_type="application/json")
 
-            results = await run_in_threadpool(rooted(request, root, work))
-        finally:
-            spool.close()
 
-    def answer() -> Iterator[bytes]:
+def _storing(one: Served, spool: _Spool, batch: int | None, answer: IO[bytes]) -> Callable[[], int]:
+    """The worker thread's call: ``put_many`` of the parts, each result written to ``answer``."""
+
+    def write(res: PutResult) -> None:
+        row = res.digest.forms()
+        row["new"] = res.new
+        answer.write(json.dumps(row, separators=(",", ":")).encode() + b",")
+
+    def work() -> int:
+        return one.store.put_many(spool.items(), batch=batch, results=write)
+
+    return work
+
+
+def _answer(answer: IO[bytes]) -> Iterator[bytes]:
+    """The answer's bytes from the results file (closed at the end): chunks of 64 KiB."""
+    try:
+        answer.flush()
+        end = answer.tell()
+        answer.seek(0)
         yield b'{"results":['
-        for i, r in enumerate(results):
-            row = r.digest.forms()
-            row["new"] = r.new
-            yield (b"," if i else b"") + json.dumps(row, separators=(",", ":")).encode()
+        left = end - 1 if end else 0  # each row ends with a comma: the last one's is dropped
+        while left > 0:
+            chunk = answer.read(min(left, 64 << 10))
+            if not chunk:
+                break
+            left -= len(chunk)
+            yield chunk
         yield b"]}"
-
-    return StreamingResponse(answer(), media_type="application/json")
+    finally:
+        answer.close()

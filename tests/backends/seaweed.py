@@ -82,8 +82,27 @@ def weed_binary() -> str | None:
     return shutil.which("weed")
 
 
-def start(root: Path, timeout: float = 150.0) -> Seaweed:
-    """Start ``weed server`` under ``root`` and create :data:`BUCKET`; raise after ``timeout`` s."""
+def start(root: Path, timeout: float = 150.0, attempts: int = 3) -> Seaweed:
+    """Start ``weed server`` under ``root`` and create :data:`BUCKET`; raise after ``timeout`` s.
+
+    A port found free can be taken by another process before weed binds it (several suites
+    or benchmarks starting weed at once): weed then exits at once, and it is started again on
+    other ports, up to ``attempts`` times (each in a directory of its own).
+    """
+    for attempt in range(1, attempts + 1):
+        try:
+            return _start_once(root if attempt == 1 else root / f"retry{attempt}", timeout)
+        except _Exited:
+            if attempt == attempts:
+                raise
+    raise AssertionError("unreachable")
+
+
+class _Exited(RuntimeError):
+    """weed exited while starting (typically a port taken meanwhile)."""
+
+
+def _start_once(root: Path, timeout: float) -> Seaweed:
     weed = weed_binary()
     assert weed is not None
     master, volume, filer, s3 = _ports(4)
@@ -135,7 +154,7 @@ def _wait(sw: Seaweed, weed: str, timeout: float) -> None:
     while time.monotonic() < deadline:
         if sw.proc.poll() is not None:
             sw.stop()
-            raise RuntimeError(f"weed exited {sw.proc.returncode}: see {sw.root / 'weed.log'}")
+            raise _Exited(f"weed exited {sw.proc.returncode}: see {sw.root / 'weed.log'}")
         if not created:
             try:
                 made = subprocess.run(

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 from click.testing import CliRunner
 
 import evstore
@@ -91,3 +92,69 @@ def test_one_bad_part_stores_no_part(server, store_url):
         local.log.integrate()  # writes queue their entries; the tree lists integrated ones
         history = json.dumps(local.log.entries())
         assert d1.address in history
+
+
+def _many(tag: str, n: int) -> list[bytes]:
+    return [f"{tag} file {i:05d}\n".encode() * 3 for i in range(n)]
+
+
+def test_a_remote_put_of_many_files_gives_the_local_results(server, empty_url, tmp_path):
+    """Issue 28: thousands of parts (several of the library's chunks of 2,000 on the server,
+    whose results go through its spool files) answer what a local put of them answers.
+    """
+    stored, fresh = _many("stored", 300), _many("fresh", 4_500)
+    items = [*fresh[:2_500], *stored, *fresh[2_500:], *fresh[:200], b""]
+    files = tmp_path / "files"
+    files.mkdir()
+    paths = []
+    for i, data in enumerate(items):
+        paths.append(files / f"{i:05d}")
+        paths[-1].write_bytes(data)
+    with evstore.open(empty_url, create=True) as local:
+        local.put_many(stored)
+        want = [(r.digest, r.new) for r in local.put_many(paths)]
+    with evstore.open(server.url, token=server.ingest) as remote:
+        assert [r.new for r in remote.put_many(stored)] == [True] * len(stored)
+        got: list[evstore.PutResult] = []
+        assert remote.put_many(paths, results=got.append) == len(items)
+    assert [(r.digest, r.new) for r in got] == want
+    assert sum(new for _, new in want) == len(fresh) + 1  # the repeats and stored: not new
+    with evstore.open(server.store_url) as served:
+        served.log.integrate()
+        assert list(served.check(record=False)) == []
+
+
+def test_a_remote_put_of_many_files_failing_late_stores_none(store_url, snapshot, monkeypatch):
+    """All or nothing with thousands of parts: a fault after several chunks were written in
+    the server's transaction (injected in this process's server thread) leaves no row.
+    """
+    from clientkit import start_thread
+
+    from evstore.core.errors import error
+    from evstore.objects import blob_batches
+
+    real, calls = blob_batches.spill_entries, [0]
+
+    def late_fault(conn):
+        calls[0] += 1
+        if calls[0] == 2:  # before the third chunk of 2,000
+            raise error("input.invalid", "injected: a fault after two chunks were written")
+        real(conn)
+
+    monkeypatch.setattr(blob_batches, "spill_entries", late_fault)
+    server = start_thread(store_url)
+    try:
+        with evstore.open(store_url) as store:
+            before = snapshot(store)
+        with evstore.open(server.url, token=server.ingest) as remote:
+            with pytest.raises(evstore.InputError) as ei:
+                remote.put_many(_many("late", 5_000))
+            assert ei.value.code == "input.invalid"
+            assert calls[0] == 2
+            with evstore.open(store_url) as store:
+                assert snapshot(store) == before
+            monkeypatch.setattr(blob_batches, "spill_entries", real)
+            got = remote.put_many(_many("late", 5_000))
+        assert [r.new for r in got] == [True] * 5_000
+    finally:
+        server.stop()

@@ -8,14 +8,17 @@ cosigned. Every wait is bounded.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import CliRunner
 from serverkit import start_process, start_thread
 
 import evstore
+from evstore.cli.main import cli
 from evstore.tlog import merkle
 from evstore.tlog.checkpoint import Checkpoint, Signer, sign_checkpoint
 from evstore.tlog.cosignature import Cosigner, format_add_checkpoint, verified_cosigners
@@ -105,6 +108,12 @@ def test_two_stores_witness_each_other(backend, request, tmp_path, fresh_store_u
         assert _code(lambda: evstore.verify_log_proof(text, a["vkey"], policy=wrong)) == (
             "witness.quorum"
         )
+        # ... and from A's served tiles alone (the checkpoint there carries B's cosignature)
+        r = evstore.verify_log_tiles(server_a.base, a["vkey"], 0, policy=a["policy"])
+        assert r["tiles"] and set(r["cosigned"]) == {"b.test/witness"}
+        assert _code(lambda: evstore.verify_log_tiles(server_a.base, a["vkey"], 0, policy=two)) == (
+            "witness.quorum"
+        )
         assert verified_cosigners(note_b, [a["w"].key])
 
         # B down: A goes on integrating and signing, without B's cosignature
@@ -181,6 +190,9 @@ def test_the_log_retries_from_the_size_a_409_names(
             first = log.log.ask_witnesses()  # old 0 -> 409 "5" -> again from 5
             assert first["cosigned"] == ["w.test/witness"] and first["failed"] == {}
             assert log.log.ask_witnesses()["present"] == ["w.test/witness"]  # not asked again
+            r = CliRunner().invoke(cli, ["--store", store_url, "--json", "log", "cosign"])
+            assert r.exit_code == 0, r.output  # the quorum (1) is met: exit 0
+            assert json.loads(r.output)["present"] == ["w.test/witness"]
             log.put_many([b"later %d" % i for i in range(7)])
             log.log.checkpoint(tmp_path / "log.key")
             second = log.log.ask_witnesses()  # old 5 with a proof 5 -> 12

@@ -316,3 +316,73 @@ def test_a_tile_export_killed_midway_is_completed_by_the_next(store_url, tmp_pat
         assert r["size"] == size
         for m in (0, size // 2, size - 1):
             assert evstore.verify_log_tiles(str(out), vkey, m)["size"] == size
+
+
+def test_each_write_queues_one_batch_whatever_its_size(store):
+    """One entry, a few, over 100 (SQLite's one-statement bound), 256+ (PostgreSQL's COPY)."""
+    sizes = [1, 2, 1, 101, 300, 1]
+    wrote = []
+    for n, k in enumerate(sizes):
+        blobs = [b"batch %d blob %d" % (n, i) for i in range(k)]
+        if k == 1:
+            wrote.append([store.put(blobs[0]).digest.address])
+        else:
+            wrote.append([r.digest.address for r in store.put_many(blobs)])
+    with store.db.read() as conn:
+        rows = conn.execute(
+            sa.select(log_queue.c.batch, log_queue.c.pos, log_queue.c.address).order_by(
+                log_queue.c.batch, log_queue.c.pos
+            )
+        ).all()
+    batches: dict[int, list[tuple[int, str]]] = {}
+    for b, pos, address in rows:
+        batches.setdefault(int(b), []).append((int(pos), str(address)))
+    assert len(batches) == len(sizes)  # one batch per transaction, numbered in commit order
+    for (_, got), addresses in zip(sorted(batches.items()), wrote, strict=True):
+        assert got == [(i, a.split(":", 1)[1]) for i, a in enumerate(addresses)]
+    store.log.integrate()
+    assert _addresses(store) == [a for w in wrote for a in w]
+    assert list(store.check(record=False)) == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "root", "size"),
+    [
+        (None, None, 0),
+        ("json", None, 5120),
+        (None, "release-1.0/x y", 10**15 - 1),
+        ('kind with "quote"', None, 7),  # the rest: the canonical writer
+        (None, "back\\slash", 7),
+        ("caf\u00e9", None, 7),
+        ("tab\there", "\u2028", 7),
+        ("json", None, 10**15),
+    ],
+)
+def test_entry_bytes_written_directly_are_the_canonical_bytes(kind, root, size):
+    """The direct formatting of plain entries equals RFC 8785 of the entry object."""
+    from evstore.core.canonical import dumps
+    from evstore.objects import log_entries as le
+
+    args = ("ingest", "blake3:" + "0a" * 32, "9f" * 32, size, "2026-12-04T14:00:00.000001Z")
+    canonical = dumps(le._entry(*args, kind, root))
+    direct = le._plain_bytes(*args, kind, root)
+    assert direct is None or direct == canonical
+    plain = all(
+        v is None or all(" " <= c <= "~" and c not in '"\\' for c in v) for v in (kind, root)
+    )
+    assert (direct is not None) == (plain and size < 10**15)
+    assert le.parse_entry(canonical)["size"] == size
+    assert le._plain_bytes("ingest", "AB" * 32, "9f" * 32, 1, "t", None, None) is None
+    pending = le._Pending()  # a transaction mixing both forms keeps its recording order
+    pending.items += [("put", "0a" * 32, "9f" * 32, 1, None, None), (*args[:4], kind, root)]
+    seen: list[list[tuple[str, bytes]]] = []
+    original = le.enqueue_entries
+    le.enqueue_entries = lambda conn, entries: seen.append(list(entries))
+    try:
+        pending(None)  # type: ignore[arg-type]
+    finally:
+        le.enqueue_entries = original
+    ((first, second),) = seen
+    at = le.parse_entry(first[1])["accepted_at"]
+    assert first[1] == dumps(le._entry("put", "0a" * 32, "9f" * 32, 1, at, None, None))
+    assert second[1] == dumps(le._entry(*args[:4], at, kind, root))

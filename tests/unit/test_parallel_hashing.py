@@ -95,3 +95,12 @@ def test_a_forked_child_hashes_with_a_pool_of_its_own():
         answer = f.read()
     os.waitpid(pid, 0)
     assert answer == parent.sha256
+
+
+def test_digest_batch_gives_each_items_digests():
+    rng = random.Random(29)
+    items = [rng.randbytes(n) for n in (0, 1, 2047, 2048, 10240, 1 << 20, (1 << 20) + 1)]
+    got = digests.digest_batch(items).result()
+    assert [(d.blake3, d.sha256, d.size) for d in got] == [_reference(b) for b in items]
+    with pytest.raises(TypeError):  # a worker's error comes back through the result
+        digests.digest_batch([b"ok", "not bytes"]).result()  # type: ignore[list-item]
