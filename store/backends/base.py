@@ -9,7 +9,7 @@ distribution's storage-driver test suites are the model).
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -96,6 +96,20 @@ class BlobBackend(Protocol):
 
     def delete(self, key: str) -> None:
         """Remove the object (no error when there is none)."""
+        ...
+
+    def delete_many(self, keys: Sequence[str]) -> dict[str, EvstoreError]:
+        """Remove the objects ``keys`` (absent ones are no error), in bulk where the backend
+        can (S3: DeleteObjects, up to 1,000 keys a request).
+
+        Returns:
+            The keys that could not be deleted, each with its typed error (``blobs.backend``
+            or ``blobs.key``); every other key is gone. Empty when all went.
+
+        Raises:
+            StoreStateError: ``blobs.unreachable`` when the backend cannot be reached (then
+                any of the keys may still be there).
+        """  # noqa: D205
         ...
 
     def list(self, prefix: str) -> Iterator[Listed]:

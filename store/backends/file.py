@@ -12,7 +12,7 @@ import datetime as _dt
 import os
 import secrets
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ..core.errors import EvstoreError, error
@@ -154,6 +154,16 @@ class FileBackend:
             self._path(key).unlink(missing_ok=True)
         except OSError as exc:
             raise self._fault(f"delete {key}", exc) from None
+
+    def delete_many(self, keys: Sequence[str]) -> dict[str, EvstoreError]:
+        """Remove the objects ``keys``, one at a time; those that failed, with their errors."""
+        failed: dict[str, EvstoreError] = {}
+        for key in keys:
+            try:
+                self.delete(key)
+            except EvstoreError as err:  # blobs.backend, blobs.key: this key only
+                failed[key] = err
+        return failed
 
     def list(self, prefix: str) -> Iterator[Listed]:
         """Every object under the directory ``prefix`` (``""``: all; temporary files excluded)."""

@@ -13,7 +13,7 @@ multipart uploads the server completes atomically: a key holds a whole object or
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..core.errors import EvstoreError, error
@@ -212,6 +212,40 @@ class S3Backend:
             return
         except Exception as exc:
             raise self._fault(f"delete {key}", exc) from None
+
+    def delete_many(self, keys: Sequence[str]) -> dict[str, EvstoreError]:
+        """Remove the objects ``keys`` with DeleteObjects (obstore sends up to 1,000 keys a
+        request); those that could not be deleted, with their errors.
+
+        DeleteObjects answers per key, and obstore reports only that some key failed: after
+        such an answer each key is deleted again by itself (a key already gone is no error
+        on S3), so exactly the keys that still fail are returned.
+
+        Raises:
+            StoreStateError: ``blobs.unreachable`` (the keys' state is unknown).
+        """  # noqa: D205
+        import obstore
+
+        if not keys:
+            return {}
+        try:
+            obstore.delete(self._store, list(keys))
+            return {}
+        except FileNotFoundError:
+            pass  # a store that reports absent keys: settled below, key by key
+        except Exception as exc:
+            fault = self._fault(f"delete {len(keys)} keys", exc)
+            if fault.code == "blobs.unreachable":
+                raise fault from None
+        failed: dict[str, EvstoreError] = {}
+        for key in keys:
+            try:
+                self.delete(key)
+            except EvstoreError as err:
+                if err.code == "blobs.unreachable":
+                    raise
+                failed[key] = err
+        return failed
 
     def presign_get(self, key: str, seconds: int) -> str:
         """A URL that GETs the object for ``seconds`` without credentials (AWS SigV4 query

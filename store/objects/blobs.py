@@ -694,15 +694,17 @@ def put_stream(conn: Connection, stream: BinaryIO | Iterable[bytes]) -> PutResul
 def _put_many_split(
     conn: Connection, items: Sequence[bytes], where: external.Target, unlogged_from: int | None
 ) -> list[PutResult]:
-    """:func:`put_many` when some items go to the blob backend: those one by one, the rest
-    as one batch; results in order.
+    """:func:`put_many` when some items go to the blob backend: those as one batch
+    (:func:`_put_external_many`), the rest as another; results in order.
     """  # noqa: D205
     results: list[PutResult | None] = [None] * len(items)
     small = [i for i, d in enumerate(items) if len(d) <= where.inline_max]
-    for i, data in enumerate(items):
-        if len(data) > where.inline_max:
-            logged = unlogged_from is None or i < unlogged_from
-            results[i] = _put_external(conn, where, digest_bytes(data), None, data, logged)
+    large = [i for i, d in enumerate(items) if len(d) > where.inline_max]
+    if large:
+        entries = [(digest_bytes(items[i]), None, items[i]) for i in large]
+        logged = [unlogged_from is None or i < unlogged_from for i in large]
+        for i, res in zip(large, _put_external_many(conn, where, entries, logged), strict=True):
+            results[i] = res
     if small:
         cut = None if unlogged_from is None else sum(1 for i in small if i < unlogged_from)
         for i, res in zip(
@@ -740,32 +742,71 @@ def _put_external(
     logged: bool,
 ) -> PutResult:
     """Store one large blob's bytes in the backend, then its row (see external.py)."""
-    found = existing_rows(conn, [dg.blake3]).get(dg.blake3)
-    note_blobs(conn, [dg.blake3])
-    if found is not None:
-        if verify_stored(conn, found) is None:
-            return PutResult(dg, False)
+    return _put_external_many(conn, where, [(dg, path, data)], [logged])[0]
+
+
+def _put_external_many(
+    conn: Connection,
+    where: external.Target,
+    entries: Sequence[tuple[Digest, str | None, bytes | None]],
+    logged: Sequence[bool],
+) -> list[PutResult]:
+    """Store large blobs in the backend, then their rows (see external.py); one result per
+    entry ``(digest, local file or None, bytes or None)``, in order.
+
+    The stored rows among them are locked in one statement and verified (a damaged or
+    missing copy is uploaded again and the row repointed). The others' queued deletions
+    are cancelled in one statement, their objects uploaded and stat'ed concurrently
+    (:func:`external.upload_many`), and only then are their rows inserted, in one
+    statement: a committed row always has its bytes. A blob is ``new`` only at its first
+    entry and only when this insert wrote its row; a ``put`` log entry is recorded for each
+    new blob whose ``logged`` is true.
+
+    Raises:
+        StoreStateError: ``blobs.unreachable`` (retryable), ``blobs.backend``.
+    """  # noqa: D205
+    first: dict[str, int] = {}
+    for i, (dg, _, _) in enumerate(entries):
+        first.setdefault(dg.blake3, i)
+    found = existing_rows(conn, list(first))
+    for address, row in sorted(found.items()):
+        if verify_stored(conn, row) is None:
+            continue
+        dg, path, data = entries[first[address]]
         external.upload(conn, where, dg, path, data)  # repair: good bytes
-        if found.chunk_set is not None and found.chunk_set != external.EXTERNAL:
-            conn.execute(sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == found.chunk_set))
+        if row.chunk_set is not None and row.chunk_set != external.EXTERNAL:
+            conn.execute(sa.delete(blob_chunks).where(blob_chunks.c.chunk_set == row.chunk_set))
         conn.execute(
             sa.update(blobs)
-            .where(blobs.c.address == dg.blake3)
+            .where(blobs.c.address == address)
             .values(data=None, chunk_set=external.EXTERNAL, stored_in=where.spec)
         )
-        return PutResult(dg, False)
-    external.upload(conn, where, dg, path, data)
-    row = {
-        "address": dg.blake3,
-        "sha256": dg.sha256,
-        "size": dg.size,
-        "data": None,
-        "chunk_set": external.EXTERNAL,
-        "stored_in": where.spec,
-    }
-    if insert_returning(conn, blobs, [row]):
-        if logged:
-            append_entry(conn, op="put", address=dg.blake3, sha256=dg.sha256, size=dg.size)
-        return PutResult(dg, True)
-    existing_rows(conn, [dg.blake3])  # a concurrent writer won: lock its row
-    return PutResult(dg, False)
+    fresh = [entries[i] for a, i in first.items() if a not in found]
+    written: set[str] = set()
+    if fresh:
+        external.upload_many(conn, where, fresh)
+        rows = [
+            {
+                "address": dg.blake3,
+                "sha256": dg.sha256,
+                "size": dg.size,
+                "data": None,
+                "chunk_set": external.EXTERNAL,
+                "stored_in": where.spec,
+            }
+            for dg, _, _ in fresh
+        ]
+        written = {k[0] for k in insert_returning(conn, blobs, rows)}
+        lost = [dg.blake3 for dg, _, _ in fresh if dg.blake3 not in written]
+        if lost:
+            existing_rows(conn, lost)  # a concurrent writer won: lock its rows
+    note_blobs(conn, list(first), fresh=written)
+    results: list[PutResult] = []
+    log: list[Digest] = []
+    for i, (dg, _, _) in enumerate(entries):
+        new = first[dg.blake3] == i and dg.blake3 in written
+        results.append(PutResult(dg, new))
+        if new and logged[i]:
+            log.append(dg)
+    append_puts(conn, log)
+    return results

@@ -13,8 +13,9 @@ database"):
 * **Delete**: the collector deletes rows; for each external row it queues the key in
   ``blob_deletions`` (not before now + ``blobs.deletion_delay_seconds``) in the same
   transaction. :func:`drain_deletions` takes due keys (``FOR UPDATE SKIP LOCKED`` on
-  PostgreSQL; SQLite's single writer serialises it), deletes the object only when no row
-  needs it (:func:`_still_needed`), and drops the queue row, in one transaction per batch.
+  PostgreSQL; SQLite's single writer serialises it), reads the rows of their addresses in
+  one statement, deletes the objects no row needs (:func:`_still_needed`) in one bulk
+  delete per backend, and drops their queue rows, in one transaction per batch.
 * **Move** (``evstore blobs move``, store/retention/moves.py): the same rule as a put for
   the copy it makes, then the row repointed and the old copy queued.
 
@@ -27,7 +28,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,17 +39,20 @@ from sqlalchemy.engine import Connection
 from ..backends.base import BlobBackend, blob_key
 from ..backends.spec import INLINE, open_backend, parse_spec, same_place
 from ..core.digests import Digest
-from ..core.errors import error
+from ..core.errors import EvstoreError, error
 from ..core.settings import setting
 from ..db.settings import load_settings
 from ..db.tables import blob_deletions, blobs
 from ..db.transactions import Transactions
 
 __all__ = [
+    "DRAIN_BATCH",
     "EXTERNAL",
     "Target",
+    "UPLOADS_IN_FLIGHT",
     "backends_in_use",
     "cancel_deletions",
+    "cancel_deletions_many",
     "drain_deletions",
     "find_orphans",
     "iter_external",
@@ -56,12 +61,20 @@ __all__ = [
     "queue_deletions",
     "target",
     "upload",
+    "upload_many",
 ]
 
 #: ``chunk_set`` of a row whose bytes are in a blob backend (``stored_in`` names it).
 EXTERNAL = -1
 #: Longest delay or grace honoured (about 100 years): a larger setting means "never".
 _MAX_SECONDS = 100 * 365 * 86400
+#: Uploads (with their stats) a batch put runs at once (:func:`upload_many`).
+UPLOADS_IN_FLIGHT = 12
+#: Queue rows a drain takes per transaction, and keys per bulk delete (S3's DeleteObjects
+#: takes up to 1,000 keys a request).
+DRAIN_BATCH = 1000
+#: Keys or addresses per ``IN`` list (SQLite's bound-parameter limit is the tightest).
+_IN = 500
 
 
 @dataclass(frozen=True)
@@ -106,10 +119,50 @@ def upload(
         StoreStateError: ``blobs.unreachable`` (retryable), ``blobs.backend`` (the object
             has another size after the upload).
     """
-    key = blob_key(dg.blake3)
-    # Every queued deletion of this key in this place, whatever spelling queued it; a copy
+    upload_many(conn, where, [(dg, path, data)])
+
+
+def upload_many(
+    conn: Connection,
+    where: Target,
+    entries: Sequence[tuple[Digest, str | None, bytes | None]],
+) -> None:
+    """:func:`upload` of many blobs ``(digest, local file or None, bytes or None)``, before
+    their rows are written: the pending deletions of all their keys cancelled in one go (in
+    ``conn``'s transaction, first), then the uploads and their stats run concurrently,
+    :data:`UPLOADS_IN_FLIGHT` at a time, in threads that never touch ``conn``. Returns once
+    every object is in the backend with its size; on the first failure the uploads not yet
+    started are dropped, those running are waited for, and the error is raised (the
+    transaction rolls back; objects already uploaded are unreferenced, as after a crash).
+
+    Raises:
+        StoreStateError: ``blobs.unreachable`` (retryable), ``blobs.backend`` (an object
+            has another size after its upload).
+    """  # noqa: D205
+    if not entries:
+        return
+    # Every queued deletion of these keys in this place, whatever spelling queued it; a copy
     # queued in another place (before a move) stays queued.
-    cancel_deletions(conn, where.spec, key)
+    cancel_deletions_many(conn, where.spec, [blob_key(dg.blake3) for dg, _, _ in entries])
+    if len(entries) == 1:
+        _upload_one(where, *entries[0])
+        return
+    with ThreadPoolExecutor(
+        max_workers=min(UPLOADS_IN_FLIGHT, len(entries)), thread_name_prefix="evstore-upload"
+    ) as pool:
+        futures = [pool.submit(_upload_one, where, *e) for e in entries]
+        done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+        failed = [f for f in futures if f in done and f.exception() is not None]
+        if failed:
+            for f in futures:
+                f.cancel()  # those not started; the pool's exit waits for the running ones
+    if failed:
+        raise failed[0].exception()  # type: ignore[misc]
+
+
+def _upload_one(where: Target, dg: Digest, path: str | None, data: bytes | None) -> None:
+    """Upload one object (whatever is there already) and check its size after."""
+    key = blob_key(dg.blake3)
     # Always uploaded: an object already there may be damaged, or be an orphan a collector
     # is about to delete; a fresh upload also makes it young again.
     if path is not None:
@@ -189,22 +242,35 @@ def queue_deletions(conn: Connection, doomed: list[tuple[str, str]]) -> None:
     """Queue the bytes of deleted rows ``[(address, spec)]`` for deletion after the delay.
 
     Runs in the transaction that deletes the rows; a key already queued keeps its time.
+    One lookup of the keys already queued and one insert per :data:`_IN` keys of a spec.
     """
     if not doomed:
         return
     delay = int(setting(load_settings(conn), "blobs.deletion_delay_seconds"))
     when = _dt.datetime.now(_dt.UTC) + _dt.timedelta(seconds=min(max(delay, 0), _MAX_SECONDS))
-    rows = [{"backend": spec, "key": blob_key(a), "not_before": when} for a, spec in doomed]
-    # Row by row through SQLAlchemy (not rows.insert_ignore, whose driver-level path would
-    # write the time in the SQLite driver's spelling, not the column type's).
-    for row in rows:
-        queued = conn.execute(
-            sa.select(blob_deletions.c.key).where(
-                blob_deletions.c.backend == row["backend"], blob_deletions.c.key == row["key"]
-            )
-        ).first()
-        if queued is None:  # a key already queued keeps its time
-            conn.execute(sa.insert(blob_deletions), row)
+    by_spec: dict[str, list[str]] = {}
+    for a, spec in doomed:
+        by_spec.setdefault(spec, []).append(blob_key(a))
+    for spec, all_keys in by_spec.items():
+        keys = sorted(set(all_keys))
+        for i in range(0, len(keys), _IN):
+            part = keys[i : i + _IN]
+            queued = {
+                r[0]
+                for r in conn.execute(
+                    sa.select(blob_deletions.c.key).where(
+                        blob_deletions.c.backend == spec, blob_deletions.c.key.in_(part)
+                    )
+                )
+            }
+            rows = [
+                {"backend": spec, "key": k, "not_before": when} for k in part if k not in queued
+            ]
+            # Through SQLAlchemy's executemany (not rows.insert_ignore, whose driver-level
+            # path would write the time in the SQLite driver's spelling, not the column
+            # type's); a key already queued keeps its time.
+            if rows:
+                conn.execute(sa.insert(blob_deletions), rows)
 
 
 def backends_in_use(conn: Connection) -> list[str]:
@@ -261,19 +327,30 @@ def find_orphans(
     return out
 
 
-def _still_needed(conn: Connection, spec: str, key: str) -> bool:
-    """Whether the object ``key`` in ``spec`` may hold the bytes of a row (so is kept).
+def _rows_places(conn: Connection, addresses: list[str]) -> dict[str, str | None]:
+    """``stored_in`` of the blob rows among ``addresses`` (None: bytes in the database);
+    an address with no row is absent. One statement per :data:`_IN` addresses.
+    """  # noqa: D205
+    found: dict[str, str | None] = {}
+    for i in range(0, len(addresses), _IN):
+        part = addresses[i : i + _IN]
+        q = sa.select(blobs.c.address, blobs.c.stored_in).where(blobs.c.address.in_(part))
+        found.update({r.address: r.stored_in for r in conn.execute(q)})
+    return found
 
-    The row of the address keeps it when it names a backend that may be the same place as
-    ``spec`` (:func:`~evstore.backends.spec.same_place`: two spellings of one directory or
-    bucket never delete a live row's bytes). A row whose bytes are in the database, or in a
+
+def _still_needed(spec: str, stored_in: str | None, *, row: bool) -> bool:
+    """Whether the object of a key in ``spec`` may hold the bytes of its address's row
+    (``row``: one exists; ``stored_in``: where it says its bytes are), so is kept.
+
+    The row keeps it when it names a backend that may be the same place as ``spec``
+    (:func:`~evstore.backends.spec.same_place`: two spellings of one directory or bucket
+    never delete a live row's bytes). A row whose bytes are in the database, or in a
     backend that is certainly another place (``blobs move`` put them there), does not.
-    """
-    address = key.rsplit("/", 1)[-1]
-    row = conn.execute(sa.select(blobs.c.stored_in).where(blobs.c.address == address)).first()
-    if row is None or row.stored_in is None:
+    """  # noqa: D205
+    if not row or stored_in is None:
         return False
-    return same_place(spec, row.stored_in) is not False
+    return same_place(spec, stored_in) is not False
 
 
 def cancel_deletions(conn: Connection, spec: str, key: str) -> None:
@@ -282,40 +359,63 @@ def cancel_deletions(conn: Connection, spec: str, key: str) -> None:
     On PostgreSQL this waits for a drain holding one of them; after it returns no drain
     can delete the object until this transaction ends, so a stat after it is the truth.
     """
-    for (queued,) in conn.execute(
-        sa.select(blob_deletions.c.backend).where(blob_deletions.c.key == key)
-    ).all():
-        if same_place(queued, spec) is not False:
+    cancel_deletions_many(conn, spec, [key])
+
+
+def cancel_deletions_many(conn: Connection, spec: str, keys: list[str]) -> None:
+    """:func:`cancel_deletions` of many ``keys``: one lookup per :data:`_IN` keys, and one
+    delete per queued place (none when nothing is queued, the common case).
+    """  # noqa: D205
+    ordered = sorted(set(keys))  # one lock order for every writer
+    for i in range(0, len(ordered), _IN):
+        part = ordered[i : i + _IN]
+        queued = conn.execute(
+            sa.select(blob_deletions.c.backend, blob_deletions.c.key).where(
+                blob_deletions.c.key.in_(part)
+            )
+        ).all()
+        by_place: dict[str, list[str]] = {}
+        for place, key in queued:
+            if same_place(place, spec) is not False:
+                by_place.setdefault(place, []).append(key)
+        for place, gone in sorted(by_place.items()):
             conn.execute(
                 sa.delete(blob_deletions).where(
-                    blob_deletions.c.backend == queued, blob_deletions.c.key == key
+                    blob_deletions.c.backend == place, blob_deletions.c.key.in_(sorted(gone))
                 )
             )
 
 
 def drain_deletions(
-    tx: Transactions, *, batch: int = 100, now: _dt.datetime | None = None
+    tx: Transactions, *, batch: int = DRAIN_BATCH, now: _dt.datetime | None = None
 ) -> tuple[int, int]:
     """Delete the due queued objects no row needs.
 
     One transaction per ``batch`` keys: the due rows are locked (PostgreSQL: ``FOR UPDATE
-    SKIP LOCKED``, so several workers share the queue), each object is deleted from its
-    backend only when no blob row names it there (a put since then keeps it), and the
-    queue rows are removed. A row keeps its object only where it names that place: after
-    ``blobs move`` the old copy goes (:func:`_still_needed`). A failing backend leaves its
-    rows queued for the next run.
+    SKIP LOCKED``, so several workers share the queue), the rows of their addresses are
+    read in one statement inside that transaction (a put since the queueing keeps its
+    object, :func:`_still_needed`), each backend is sent the keys no row needs there in one
+    bulk delete (:meth:`~evstore.backends.base.BlobBackend.delete_many`), and the queue
+    rows of the keys it deleted are removed. A row keeps its object only where it names
+    that place: after ``blobs move`` the old copy goes.
+
+    A backend that fails leaves its rows queued for the next run: a key the backend could
+    not delete keeps its queue row, and so does every key of a backend that cannot be
+    reached; the batch's other keys are settled and committed, then the first such error
+    is raised (no further batch is taken).
 
     Returns:
         ``(queue rows settled, objects deleted from a backend)``; the difference is what a
         row still needed (kept).
 
     Raises:
-        StoreStateError: ``blobs.unreachable`` / ``blobs.backend`` from a backend (the
-            batch's transaction rolls back; nothing is lost).
+        StoreStateError: ``blobs.unreachable`` / ``blobs.backend`` (InputError
+            ``blobs.key`` for a malformed queued key) from a backend, after the keys the
+            batch did settle were committed.
     """
     settled = deleted = 0
 
-    def work(conn: Connection) -> tuple[int, int]:
+    def work(conn: Connection) -> tuple[int, int, int, EvstoreError | None]:
         at = now or _dt.datetime.now(_dt.UTC)
         q = (
             sa.select(blob_deletions.c.backend, blob_deletions.c.key)
@@ -326,21 +426,48 @@ def drain_deletions(
         if conn.dialect.name == "postgresql":
             q = q.with_for_update(skip_locked=True)
         due = conn.execute(q).all()
-        gone = 0
+        if not due:
+            return 0, 0, 0, None
+        # The recheck, inside the transaction that holds the queue rows: which keys a row
+        # still names, and where.
+        places = _rows_places(conn, sorted({k.rsplit("/", 1)[-1] for _, k in due}))
+        by_spec: dict[str, list[str]] = {}
         for spec, key in due:
-            if not _still_needed(conn, spec, key):
-                open_backend(spec).delete(key)
-                gone += 1
-            conn.execute(
-                sa.delete(blob_deletions).where(
-                    blob_deletions.c.backend == spec, blob_deletions.c.key == key
+            by_spec.setdefault(spec, []).append(key)
+        done = gone = 0
+        first: EvstoreError | None = None
+        for spec, keys in sorted(by_spec.items()):
+            doomed = []
+            for key in keys:
+                address = key.rsplit("/", 1)[-1]
+                if not _still_needed(spec, places.get(address), row=address in places):
+                    doomed.append(key)
+            failed: dict[str, EvstoreError] = {}
+            if doomed:
+                try:
+                    failed = open_backend(spec).delete_many(doomed)
+                except EvstoreError as err:  # unreachable, or cannot be opened: all stay
+                    first = first or err
+                    continue
+            if failed:
+                first = first or next(iter(failed.values()))
+            settle = [k for k in keys if k not in failed]
+            for i in range(0, len(settle), _IN):
+                conn.execute(
+                    sa.delete(blob_deletions).where(
+                        blob_deletions.c.backend == spec,
+                        blob_deletions.c.key.in_(settle[i : i + _IN]),
+                    )
                 )
-            )
-        return len(due), gone
+            done += len(settle)
+            gone += len(doomed) - len(failed)
+        return len(due), done, gone, first
 
     while True:
-        n, gone = tx.run_transaction(work)
-        settled += n
+        n, done, gone, first = tx.run_transaction(work)
+        settled += done
         deleted += gone
+        if first is not None:
+            raise first
         if n < batch:
             return settled, deleted

@@ -91,6 +91,67 @@ def test_list_by_directory_prefix_and_delete(blob_backend):
     assert {x.key for x in blob_backend.list("")} == keys - {gone}
 
 
+def test_delete_many_removes_every_key_in_bulk_and_absent_ones_are_no_error(blob_backend):
+    keys = [blob_key(f"{i:04x}" + "0" * 60) for i in range(1203)]  # over one request's 1,000
+    for k in keys[:1200]:
+        blob_backend.put_bytes(k, b"x")
+    keep = blob_key("ff" * 32)
+    blob_backend.put_bytes(keep, b"kept")
+    assert blob_backend.delete_many(keys) == {}  # the last three never existed
+    assert [x.key for x in blob_backend.list("")] == [keep]
+    assert blob_backend.delete_many([]) == {}
+    assert blob_backend.get_range(keep, 0, 10) == b"kept"
+
+
+def test_delete_many_returns_the_keys_it_could_not_delete_and_deletes_the_rest(tmp_path):
+    (tmp_path / "blobs").mkdir()
+    b = open_backend(f"file:{tmp_path / 'blobs'}")
+    keys = [blob_key(f"{i:02x}" + "0" * 62) for i in range(3)]
+    for k in keys:
+        b.put_bytes(k, b"x")
+    stuck = tmp_path / "blobs" / keys[1]
+    stuck.unlink()
+    stuck.mkdir()  # a directory where the object was: unlink fails on it
+    (stuck / "inside").write_bytes(b"y")
+    failed = b.delete_many([*keys, "../escape"])
+    assert sorted(failed) == sorted([keys[1], "../escape"])
+    assert failed[keys[1]].code == "blobs.backend"
+    assert failed["../escape"].code == "blobs.key"
+    assert b.stat(keys[0]) is None and b.stat(keys[2]) is None
+
+
+def test_an_s3_bulk_delete_that_fails_is_settled_key_by_key(s3_server, monkeypatch):
+    import obstore
+
+    b = open_backend(f"s3://{s3_server.bucket}/p{os.getpid()}x{time.time_ns()}")
+    keys = [blob_key(f"{i:02x}" + "0" * 62) for i in range(4)]
+    for k in keys:
+        b.put_bytes(k, b"x")
+    real = obstore.delete
+
+    def refusing(store, paths):  # DeleteObjects answered with a per-key error for keys[2]
+        if isinstance(paths, list):
+            real(store, [p for p in paths if p != keys[2]])
+            raise RuntimeError("Error performing DeleteObjects: AccessDenied for one key")
+        if paths == keys[2]:
+            raise RuntimeError("AccessDenied")
+        return real(store, paths)
+
+    monkeypatch.setattr(obstore, "delete", refusing)
+    failed = b.delete_many(keys)
+    assert list(failed) == [keys[2]] and failed[keys[2]].code == "blobs.backend"
+    monkeypatch.setattr(obstore, "delete", real)
+    assert [x.key for x in b.list("")] == [keys[2]]
+    b.delete(keys[2])
+
+
+def test_an_unreachable_s3_server_fails_a_bulk_delete_whole(s3_credentials):
+    b = open_backend("s3://evstore-down/x?endpoint=http://127.0.0.1:9&region=us-east-1")
+    with pytest.raises(evstore.StoreStateError) as info:
+        b.delete_many([blob_key(ADDR)])
+    assert info.value.code == "blobs.unreachable"
+
+
 def test_the_directory_backend_writes_whole_files_or_nothing(tmp_path):
     (tmp_path / "blobs").mkdir()
     b = open_backend(f"file:{tmp_path / 'blobs'}")

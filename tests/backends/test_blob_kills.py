@@ -34,13 +34,14 @@ evstore.configure_s3(evstore.S3Credentials.from_variables(os.environ))
 from evstore.backends import file, s3
 when = sys.argv[2]
 for cls in (file.FileBackend, s3.S3Backend):
-    real = cls.delete
-    def delete(self, key, real=real):
+    real = cls.delete_many  # the drain's bulk delete
+    def delete_many(self, keys, real=real):
         if when == "before":
             print("deleting", flush=True); time.sleep(60)
-        real(self, key)
+        failed = real(self, keys)
         print("deleted", flush=True); time.sleep(60)
-    cls.delete = delete
+        return failed
+    cls.delete_many = delete_many
 with evstore.open(sys.argv[1]) as store:
     store.retention.gc()
 """
