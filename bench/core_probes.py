@@ -43,6 +43,7 @@ def _probe_times(variants: dict[str, Any], repeats: int = 2) -> dict[str, list[f
 def probe_a(backend: str, p: dict[str, Any]) -> dict[str, Any]:
     """Pieces of ``blobs.put_many`` for part (a), each in a fresh store."""
     from evstore.core.digests import digest_bytes
+    from evstore.objects import blob_inserts as bi
     from evstore.objects import blobs as eb
 
     rng = random.Random(1)
@@ -69,7 +70,7 @@ def probe_a(backend: str, p: dict[str, Any]) -> dict[str, Any]:
         def work(conn: Any) -> None:
             dc = conn.connection.dbapi_connection
             if staged:
-                eb._copy_blobs(conn, dict_rows)
+                bi.copy_blobs(conn, dict_rows)
             else:
                 _pg_copy(dc, rows)
 
@@ -89,7 +90,7 @@ def probe_a(backend: str, p: dict[str, Any]) -> dict[str, Any]:
             lambda c: c.exec_driver_sql(sql, rows)
         )
     else:
-        variants["blobs._copy_blobs (stage + INSERT SELECT)"] = pg_direct_or_staged(True)
+        variants["blob_inserts.copy_blobs (stage + INSERT SELECT)"] = pg_direct_or_staged(True)
         variants["binary COPY straight into blobs"] = pg_direct_or_staged(False)
 
         def any_array(c: Any) -> None:

@@ -29,9 +29,10 @@ from ..core.digests import Digest, Hasher, digest_bytes
 from ..core.errors import CorruptionError, NotFound
 from ..core.refs import ContentRef
 from ..core.results import PutResult
-from ..db.engine import copy_rows, driver_rows, raw_driver
+from ..db.engine import driver_rows
 from ..db.tables import blob_chunks, blobs
 from . import external
+from .blob_inserts import copy_blobs, sqlite_insert_blobs
 from .leases import note_blobs
 from .log_entries import append_entry, append_puts
 from .rows import insert_returning
@@ -411,9 +412,9 @@ def put_many(
     Duplicates within ``items`` are stored once.
 
     ``new`` is decided by the insert itself (:func:`insert_returning`, a COPY that
-    succeeded, or on SQLite the ids the insert gave, :func:`_sqlite_insert_blobs`), never
-    by an earlier SELECT: among any number of concurrent writers of the
-    same new bytes, exactly one is told ``new: True``, on both backends, inline or chunked.
+    succeeded, or on SQLite the ids the insert gave: store/objects/blob_inserts.py), never
+    by an earlier SELECT: among any number of concurrent writers of the same new bytes,
+    exactly one is told ``new: True``, on both backends, inline or chunked.
 
     Returns:
         One :class:`PutResult` per item, in order.
@@ -455,9 +456,9 @@ def put_many(
     if rows:
         rows.sort(key=operator.itemgetter("address"))  # one lock order for every writer
         if conn.dialect.name == "postgresql" and len(rows) >= 1000:
-            written = _copy_blobs(conn, rows)
+            written = copy_blobs(conn, rows)
         elif conn.dialect.name == "sqlite":
-            written, ids = _sqlite_insert_blobs(conn, rows)
+            written, ids = sqlite_insert_blobs(conn, rows)
         else:
             written = {k[0] for k in insert_returning(conn, blobs, rows)}
         for r in rows:
@@ -479,55 +480,6 @@ def put_many(
             logged.append(dg)
     append_puts(conn, logged)
     return results
-
-
-def _sqlite_insert_blobs(
-    conn: Connection, rows: list[dict[str, Any]]
-) -> tuple[set[str], dict[str, int]]:
-    """SQLite: insert ``rows`` (sorted by address, distinct); ``(addresses written, ids)``.
-
-    ``ids`` (``address -> blobs.id``) comes from the insert (issue 29: reading the ids back
-    by address was a random probe of the address index per new blob). SQLite gives a row
-    inserted without an id one more than the largest id in the table (sqlite.org/autoinc.html)
-    and runs one writer at a time, so with ``top`` the largest id before the insert, the rows
-    it wrote are exactly those with an id above ``top``: ``top + 1 ...`` in insertion
-    (address) order when it wrote all of them and the largest id grew by their number, else
-    read back by ``id > top`` (one range read). Near the largest possible id, where SQLite
-    picks ids at random, the rows go through :func:`insert_returning` instead and ``ids`` is
-    empty (the roots and leases look them up by address, ``leases.blob_ids``).
-
-    One ``executemany`` of ``INSERT ... ON CONFLICT DO NOTHING`` and no savepoint: a
-    savepoint over a batch's inserts journals every page they first change (at 1M stored
-    blobs about 5,000 random index pages per 2,000 blobs, spilled to a temporary file),
-    which cost about 30 % of a put's CPU (docs/benchmarks.md, issue 29). It is not needed:
-    the id range says which rows were written, whatever the count.
-    """
-    top = int(driver_rows(conn, _MAX_ID)[0][0] or 0)
-    if top > _MAX_ROWID - 2 * len(rows):
-        return {k[0] for k in insert_returning(conn, blobs, rows)}, {}
-    cols = tuple(rows[0])
-    sql = (
-        f"INSERT INTO blobs ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
-        " ON CONFLICT DO NOTHING"
-    )
-    params = list(map(operator.itemgetter(*cols), rows))
-    with raw_driver(conn) as raw:
-        cur = raw.cursor()
-        try:
-            cur.executemany(sql, params)
-            count = cur.rowcount
-        finally:
-            cur.close()
-    if count == len(rows) and driver_rows(conn, _MAX_ID)[0][0] == top + len(rows):
-        return {r["address"] for r in rows}, {r["address"]: top + 1 + i for i, r in enumerate(rows)}
-    ids = {str(a): int(i) for a, i in driver_rows(conn, _ADDED_SINCE, (top,))}
-    return set(ids), ids
-
-
-_MAX_ID = "SELECT max(id) FROM blobs"
-_ADDED_SINCE = "SELECT address, id FROM blobs WHERE id > ?"
-#: The largest id SQLite gives without picking at random.
-_MAX_ROWID = 2**63 - 1
 
 
 def _settle_skipped(
@@ -556,55 +508,6 @@ def _settle_skipped(
         again = [r for r in rows if r["address"] in gone]
         written |= {k[0] for k in insert_returning(conn, blobs, again)}
         stored = [a for a in gone if a not in written]
-
-
-_BLOB_COLUMNS = ("address", "sha256", "size", "data", "chunk_set")
-_BLOB_TYPES = ("varchar", "varchar", "int8", "bytea", "int8")
-
-
-def _copy_blobs(conn: Connection, rows: list[dict[str, Any]]) -> set[str]:
-    """PostgreSQL bulk path: binary COPY straight into ``blobs`` inside a savepoint.
-
-    COPY cannot skip duplicates, and a concurrent writer may have stored some of the same
-    blobs since we looked: on a unique-key violation the savepoint is rolled back and the rows
-    go through a staging table and ``INSERT ... ON CONFLICT DO NOTHING`` instead.
-
-    Both COPYs go through :func:`evstore.db.engine.copy_rows`: any other driver error (deadlock,
-    lock or statement timeout, lost connection) leaves as SQLAlchemy's wrapper of it, which
-    the transaction's error boundary classifies, retries or translates like any statement's
-    (:meth:`evstore.db.engine.Database.run_transaction`).
-
-    Returns:
-        The addresses this call inserted (all of them when the direct COPY succeeded).
-    """
-    import psycopg
-
-    tuples = [tuple(r[c] for c in _BLOB_COLUMNS) for r in rows]
-    try:
-        with conn.begin_nested():
-            copy_rows(conn, "blobs", _BLOB_COLUMNS, _BLOB_TYPES, tuples)
-        return {r["address"] for r in rows}
-    except sa.exc.IntegrityError as exc:
-        if not isinstance(exc.orig, psycopg.errors.UniqueViolation):
-            raise
-    driver_rows(
-        conn,
-        "CREATE TEMP TABLE IF NOT EXISTS evstore_blob_stage (address varchar(64),"
-        " sha256 varchar(64), size bigint, data bytea, chunk_set bigint)"
-        " ON COMMIT DELETE ROWS",
-    )
-    copy_rows(conn, "evstore_blob_stage", _BLOB_COLUMNS, _BLOB_TYPES, tuples)
-    columns = ", ".join(_BLOB_COLUMNS)
-    written = {
-        r[0]
-        for r in driver_rows(
-            conn,
-            f"INSERT INTO blobs ({columns}) SELECT {columns} FROM evstore_blob_stage"
-            " ORDER BY address ON CONFLICT DO NOTHING RETURNING address",
-        )
-    }
-    driver_rows(conn, "DELETE FROM evstore_blob_stage")
-    return written
 
 
 def put_bytes(conn: Connection, data: bytes) -> PutResult:

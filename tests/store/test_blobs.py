@@ -167,7 +167,7 @@ def test_malformed_rows_are_corruption_not_crashes(store):
 def test_bulk_copy_falls_back_when_a_concurrent_writer_stored_a_row_first(store):
     if store.db.backend != "postgresql":
         pytest.skip("the COPY bulk path is PostgreSQL's")
-    from evstore.objects import blobs as b
+    from evstore.objects import blob_inserts as b
 
     datas = [b"row %d" % i for i in range(1200)]
     store.put(datas[7])  # stored by "someone else" after our existence check
@@ -183,7 +183,7 @@ def test_bulk_copy_falls_back_when_a_concurrent_writer_stored_a_row_first(store)
                 "chunk_set": None,
             }
         )
-    written = store.db.run_transaction(lambda conn: b._copy_blobs(conn, rows))
+    written = store.db.run_transaction(lambda conn: b.copy_blobs(conn, rows))
     assert written == {r["address"] for r in rows} - {digest_bytes(datas[7]).blake3}
     assert all(store.get(digest_bytes(d).address) == d for d in datas[:20])
     with store.db.engine.connect() as conn:

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 import evstore
 from evstore.db.tables import leases, log_entries, roots
+from evstore.objects import blob_inserts
 from evstore.objects import blobs as blobs_mod
 
 N = 600  # above the COPY threshold (evstore.db.engine.COPY_MIN_ROWS) and SQLite's list size
@@ -172,7 +173,7 @@ def test_an_insert_that_meets_stored_rows_says_which_it_wrote(store):
     rows.sort(key=lambda r: r["address"])
 
     def work(conn: sa.Connection) -> tuple[set, dict]:
-        return blobs_mod._sqlite_insert_blobs(conn, rows)
+        return blob_inserts.sqlite_insert_blobs(conn, rows)
 
     written, ids = store.db.run_transaction(work)
     assert written == {r["address"] for r in rows} - {r.digest.blake3 for r in stored}
