@@ -27,6 +27,7 @@ __all__ = [
     "ingester",
     "read_gate",
     "reader",
+    "readmit",
     "require",
     "scope_of",
     "writes_leases",
@@ -73,6 +74,20 @@ async def scope_of(request: Request, gate: Gate) -> str | None:
         if found.answered:
             return found.scope
     return await in_pool(request, "read", lambda: token_scope(one.store, gate.token))
+
+
+async def readmit(request: Request, need: str) -> None:
+    """Ask again whether the request's token allows scope ``need``, reading its row now.
+
+    For a request whose body takes long to arrive (a bulk put): its token was admitted when
+    the request started and may have been revoked since; the route calls this once the
+    body is in, before it writes anything, so a revoked token stores nothing.
+
+    Raises:
+        InputError: ``http.unauthorized`` (401) or ``http.forbidden`` (403).
+    """
+    gate = Gate(request, need, await _bearer(request))
+    gate.admit(await scope_of(request, gate) if gate.token else None)
 
 
 class Gate:

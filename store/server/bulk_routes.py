@@ -43,7 +43,7 @@ from starlette.responses import StreamingResponse
 
 from .. import PutResult, error
 from .app import Served
-from .auth import ingester
+from .auth import ingester, readmit
 from .wire import BINARY, OBJECT_RESPONSES, request_body
 from .writes import rooted
 
@@ -197,6 +197,7 @@ async def put_batch(
             spool = _Spool(tmp)
             try:
                 await _receive(request, spool)
+                await readmit(request, "ingest")  # revoked while the body arrived: refused
                 await run_in_threadpool(rooted(request, root, _storing(one, spool, batch, answer)))
             finally:
                 spool.close()
