@@ -27,7 +27,7 @@ from starlette.responses import FileResponse
 
 from .. import ArchiveLimits, EvstoreError, error, export_archive, import_archive
 from .app import Served
-from .auth import ingester, reader
+from .auth import ingester, reader, readmit
 from .wire import BINARY, OBJECT_RESPONSES, request_body
 from .writes import rooted
 
@@ -101,6 +101,7 @@ async def import_(
                 fh.write(chunk)
         if os.path.getsize(path) == 0:
             raise error("http.request", "the body is an archive tar (application/x-tar)")
+        await readmit(request, "ingest")  # revoked while the body arrived: refused
         limits = None if max_bytes is None else ArchiveLimits(max_bytes=max_bytes)
 
         def work() -> dict[str, Any]:

@@ -37,7 +37,7 @@ from .. import (
     presign_object,
 )
 from .app import Served
-from .auth import Gate, actor, ingester, read_gate, reader, scope_of, writes_leases
+from .auth import Gate, actor, ingester, read_gate, reader, readmit, scope_of, writes_leases
 from .limits import TransferAborted
 from .pools import in_pool
 from .problems import problem
@@ -398,6 +398,7 @@ async def put_object(
                 await run_in_threadpool(spool.write, bytes(buf))
                 buf.clear()
         await run_in_threadpool(spool.write, bytes(buf))
+        await readmit(request, "ingest")  # revoked while the body arrived: refused
         spool.seek(0)
         file = cast(BinaryIO, spool)
         result = await in_pool(  # the writes' own threads: reads keep theirs (issue 23)

@@ -34,7 +34,7 @@ from starlette.responses import JSONResponse, Response
 
 from .. import Document, EvstoreError, error, fragment_scope, rooting
 from .app import Served
-from .auth import actor, ingester, reader
+from .auth import actor, ingester, reader, readmit
 from .bundles import receive_tar, unpack_bundle
 from .pools import in_pool
 from .problems import problem
@@ -237,6 +237,7 @@ async def ingest(request: Request, one: Served = Depends(ingester)) -> Response:
     values, is answered as it is (no response-model pass over it).
     """
     raw = await request.body()
+    await readmit(request, "ingest")  # revoked while the body arrived: refused
     who = actor(request)
 
     def work() -> Any:
@@ -339,6 +340,7 @@ async def bundles(
     """The run report; an archive with '..', absolute paths or links is refused (422)."""
     spool = await receive_tar(request)
     try:
+        await readmit(request, "ingest")  # revoked while the body arrived: refused
         with tempfile.TemporaryDirectory(prefix="evstore-bundle-") as tmp:
 
             def work() -> dict[str, Any]:
