@@ -249,14 +249,22 @@ _CHECKSUM_BLANK = sum(
 
 
 def tar_header(name: str, size: int) -> bytes:
-    """The USTAR header of a regular file (``name`` at most 100 bytes, ASCII).
+    """The USTAR header of a regular file (``name`` at most 100 bytes, ASCII; ``size`` in
+    bytes, 0 or more).
 
     Byte for byte what ``tarfile`` writes for :func:`tar_info`, without its per-call cost.
-    """
+    A size of 8 GiB or more does not fit the field's 11 octal digits: it is written as a
+    GNU base-256 number (0x80, then 11 bytes big-endian), as ``tarfile``'s GNU and PAX
+    formats do and as tarfile, GNU tar and bsdtar read it (the 11 digits would have made a
+    513-byte header and every later member unreadable).
+    """  # noqa: D205
     raw = name.encode("ascii")
     if len(raw) > 100:
         raise ValueError(f"tar name over 100 bytes: {name!r}")
-    size_field = b"%011o\0" % size
+    if size < _OCTAL_MAX:
+        size_field = b"%011o\0" % size
+    else:
+        size_field = b"\x80" + size.to_bytes(11, "big")
     checksum = _CHECKSUM_BLANK + sum(raw) + sum(size_field)
     return b"".join(
         (
@@ -268,6 +276,10 @@ def tar_header(name: str, size: int) -> bytes:
             _FILE_TEMPLATE[156:],
         )
     )
+
+
+#: The first size the header's 11 octal digits cannot hold (8 GiB, bytes).
+_OCTAL_MAX = 8**11
 
 
 def tar_padding(size: int) -> bytes:
