@@ -13,6 +13,7 @@ This module knows no contract and no database: it runs inside a transaction the 
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -129,8 +130,12 @@ def _write_run(handler: KindHandler, run: list[Parsed], txn: Txn) -> list[Artifa
 
 
 def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
-    """``items`` in lists of at most ``size`` (the last may be shorter), read lazily."""
+    """``items`` in lists of at most ``size`` (>= 1; the last may be shorter), read lazily.
+
+    A ``size`` past ``sys.maxsize`` (``islice``'s bound) is one list of everything.
+    """
     it = iter(items)
+    size = min(size, sys.maxsize)
     while chunk := list(itertools.islice(it, size)):
         yield chunk
 
