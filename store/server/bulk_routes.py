@@ -32,9 +32,9 @@ import os
 import re
 import struct
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, overload
 
 import blake3
 from fastapi import APIRouter, Depends, Query, Request
@@ -141,6 +141,39 @@ class _Spool:
             self._own.close()
 
 
+class _Parts(Sequence[Any]):
+    """The spool's parts as a sequence for ``put_many``: each iteration reads the spool
+    again from its start (one pass, nothing kept per part), so a transaction the database
+    asks to run again stores the same parts (a generator could be read once: the retry
+    was ``store.busy``).
+    """  # noqa: D205
+
+    def __init__(self, spool: _Spool) -> None:
+        self._spool = spool
+
+    def __len__(self) -> int:
+        return self._spool.count
+
+    def __iter__(self) -> Iterator[Any]:
+        return self._spool.items()
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Any]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        """One part by reading up to it (put_many iterates; this is for completeness)."""
+        if isinstance(index, slice):
+            return list(self)[index]
+        if not -len(self) <= index < len(self):
+            raise IndexError(index)
+        index %= len(self)
+        for i, part in enumerate(self):
+            if i == index:
+                return part
+        raise IndexError(index)
+
+
 async def _receive(request: Request, spool: _Spool) -> None:
     """Read the body into ``spool``, part by part (``http.request`` when it is malformed)."""
     buf = b""
@@ -216,7 +249,7 @@ def _storing(one: Served, spool: _Spool, batch: int | None, answer: IO[bytes]) -
         answer.write(json.dumps(row, separators=(",", ":")).encode() + b",")
 
     def work() -> int:
-        return one.store.put_many(spool.items(), batch=batch, results=write)
+        return one.store.put_many(_Parts(spool), batch=batch, results=write)
 
     return work
 
