@@ -35,6 +35,7 @@ from ..tlog import merkle
 from ..tlog.checkpoint import Verifier, parse_vkey, verify_checkpoint
 from ..tlog.cosignature import Policy
 from ..tlog.tiles import (
+    MAX_ENTRY,
     TILE_HEIGHT,
     TILE_WIDTH,
     TileRef,
@@ -46,6 +47,7 @@ from ..tlog.tiles import (
 )
 
 __all__ = [
+    "FETCH_MAX",
     "content_matches",
     "export_tiles",
     "fetcher",
@@ -192,11 +194,27 @@ def export_tiles(tx: Transactions, directory: str | os.PathLike[str]) -> dict[st
     return {"size": size, "written": written + 1, "kept": kept, "directory": str(root)}
 
 
+#: The most bytes one fetched file may hold: an entry bundle of 256 entries of 65,535 bytes
+#: each with its 2-byte length (a checkpoint or a hash tile is far smaller).
+FETCH_MAX = TILE_WIDTH * (2 + MAX_ENTRY)
+
+
+def _too_large(where: str) -> Exception:
+    return error(
+        "tiles.malformed",
+        f"{where} is over {FETCH_MAX} bytes, more than any checkpoint, tile or entry bundle",
+        limit=FETCH_MAX,
+    )
+
+
 def fetcher(source: str, timeout: float = 30.0) -> Callable[[str], bytes]:
     """``fetch(path)`` for a tiles URL prefix (``http(s)://...``) or a directory.
 
+    At most :data:`FETCH_MAX` bytes of a file are read (a hostile source may answer without
+    end); ``timeout`` (seconds) bounds each network wait.
+
     Raises (from ``fetch``): NotFound ``tiles.missing`` (no such file, an HTTP error, the
-    server unreachable).
+    server unreachable); InputError ``tiles.malformed`` (a file over FETCH_MAX bytes).
     """
     if source.startswith(("http://", "https://")):
         base = source.rstrip("/") + "/"
@@ -204,18 +222,25 @@ def fetcher(source: str, timeout: float = 30.0) -> Callable[[str], bytes]:
         def get(path: str) -> bytes:
             try:
                 with urllib.request.urlopen(base + path, timeout=timeout) as r:
-                    return bytes(r.read())
+                    data = bytes(r.read(FETCH_MAX + 1))
             except (urllib.error.URLError, OSError) as exc:
                 raise error("tiles.missing", f"cannot fetch {base + path}: {exc}") from None
+            if len(data) > FETCH_MAX:
+                raise _too_large(base + path)
+            return data
 
         return get
     folder = Path(source)
 
     def read(path: str) -> bytes:
         try:
-            return (folder / path).read_bytes()
+            with (folder / path).open("rb") as fh:
+                data = fh.read(FETCH_MAX + 1)
         except OSError as exc:
             raise error("tiles.missing", f"cannot read {folder / path}: {exc.strerror}") from None
+        if len(data) > FETCH_MAX:
+            raise _too_large(str(folder / path))
+        return data
 
     return read
 
