@@ -286,12 +286,24 @@ def _alembic(db: Database, verb: str, revision: str) -> None:
         getattr(command, verb)(cfg, revision)
 
 
+def _old_blob(conn: Any, data: bytes) -> str:
+    """Store ``data`` inline in a store at an old revision, as that revision's code did (a
+    plain row: today's put relies on columns later revisions added, such as ``blobs.id``);
+    its BLAKE3 hex.
+    """
+    from evstore.core.digests import digest_bytes
+
+    dg = digest_bytes(data)
+    conn.execute(
+        sa.text("INSERT INTO blobs (address, sha256, size, data) VALUES (:a, :s, :n, :d)"),
+        {"a": dg.blake3, "s": dg.sha256, "n": dg.size, "d": data},
+    )
+    return dg.blake3
+
+
 def _old_artifact(conn: Any, kind: str, doc: Any, attrs: list[tuple[str, str]]) -> str:
     """Write an artifact the way revision 0002's code did: attribute values cut to 512."""
-    from evstore.objects.blobs import put_many
-
-    canonical = dumps(doc)
-    address = put_many(conn, [canonical])[0].digest.blake3
+    address = _old_blob(conn, dumps(doc))
     conn.execute(
         sa.text("INSERT INTO artifacts (address, kind, contract_version) VALUES (:a, :k, 'v1')"),
         {"a": address, "k": kind},
@@ -337,11 +349,9 @@ def test_migration_0003_downgrades_and_upgrades_again(empty_url):
 
 
 def test_store_with_a_damaged_digest_row_still_migrates_and_check_reports_it(empty_url):
-    from evstore.objects.blobs import put_many
-
     db = _store_at(empty_url, "0002")
     with db.engine.begin() as conn:
-        address = put_many(conn, [b"damaged later"])[0].digest.blake3
+        address = _old_blob(conn, b"damaged later")
         conn.execute(sa.text("UPDATE blobs SET sha256 = upper(sha256)"))
     assert db.migrate() == ("0002", head_revision())
     with evstore.open(empty_url) as s:
@@ -388,12 +398,10 @@ def test_one_byte_string_stored_as_two_kinds_is_found_as_each(store, backend, re
 
 
 def test_migration_0008_gives_each_kind_its_lookup_rows(empty_url):
-    from evstore.objects.blobs import put_many
-
     db = _store_at(empty_url, "0007")
     data = dumps(units("S-old"))
     with db.engine.begin() as conn:  # as revision 0007 kept it: one row, of the first kind
-        address = put_many(conn, [data])[0].digest.blake3
+        address = _old_blob(conn, data)
         for kind in ("evidence-context", "source-document"):
             conn.execute(
                 sa.text(
