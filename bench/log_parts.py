@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 from _common import fresh_store, median, percentile
-from server import EVSTORE, Proc, _ms, free_port
+from server import EVSTORE, Proc, _ms, free_port, static_server
 
 #: A fixed accepting time for synthetic entries.
 _AT = "2026-12-04T00:00:00.000000Z"
@@ -129,23 +129,12 @@ def _rate(m: Any) -> float:
 
 
 def _nginx(root: Path, port: int) -> Proc:
-    """nginx (Debian's /usr/sbin/nginx) serving ``root`` on 127.0.0.1:port, 1 worker."""
-    top = root.parent
-    temps = " ".join(
-        f"{kind}_temp_path {top}/{kind};"
-        for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
-    )
-    conf = top / "nginx.conf"
-    conf.write_text(
-        f"daemon off; worker_processes 1; pid {top}/nginx.pid; error_log stderr;\n"
-        "events { worker_connections 256; }\n"
-        f"http {{ access_log off; sendfile on; {temps}\n"
-        f"  server {{ listen 127.0.0.1:{port}; root {root}; }} }}\n"
-    )
-    nginx = shutil.which("nginx", path=os.environ.get("PATH", "") + ":/usr/sbin")
-    if nginx is None:
+    """nginx serving ``root`` on 127.0.0.1:port, 1 worker (bench/server.py's static server)."""
+    proc, name = static_server(root, port)
+    if name != "nginx":
+        proc.stop()
         raise RuntimeError("part t needs nginx (Debian's nginx package)")
-    return Proc([nginx, "-c", str(conf), "-p", str(top)], port)
+    return proc
 
 
 #: The stack ceiling of part t: the exported files from memory, nothing else (raw ASGI).

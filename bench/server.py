@@ -203,8 +203,9 @@ def wrk(url: str, token: str, seconds: int, connections: int) -> dict[str, float
         check=True,
     ).stdout
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-    p50 = _ms(re.search(r"50%\s+(\S+)", out).group(1))
-    p99 = _ms(re.search(r"99%\s+(\S+)", out).group(1))
+    # anchored: the Latency line's "+/- Stdev" column (e.g. "98.50%") is no percentile
+    p50 = _ms(re.search(r"^\s+50%\s+(\S+)", out, re.M).group(1))
+    p99 = _ms(re.search(r"^\s+99%\s+(\S+)", out, re.M).group(1))
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     errors = re.search(r"Socket errors: (.*)", out)
     return {

@@ -57,13 +57,32 @@ def s3_credentials() -> Iterator[None]:
         evstore.configure_s3(before)
 
 
-@pytest.fixture(params=["file", "s3"])
-def blob_backend(request: pytest.FixtureRequest, tmp_path: Path):
-    """A fresh, empty backend: a directory, or a unique prefix of the SeaweedFS bucket."""
-    from evstore.backends.spec import open_backend
+#: ``blobs.inline_max`` of the :func:`s` fixture's store (bytes): larger blobs go to the backend.
+INLINE_MAX = 1024
 
+
+@pytest.fixture(params=["file", "s3"])
+def spec(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The spec of a fresh, empty backend: a directory, or a unique prefix of the bucket."""
     if request.param == "file":
         (tmp_path / "blobs").mkdir()
-        return open_backend(f"file:{tmp_path / 'blobs'}")
+        return f"file:{tmp_path / 'blobs'}"
     sw = request.getfixturevalue("s3_server")
-    return open_backend(f"s3://{sw.bucket}/t{uuid.uuid4().hex[:12]}?endpoint={sw.endpoint}")
+    return f"s3://{sw.bucket}/t{uuid.uuid4().hex[:12]}?endpoint={sw.endpoint}"
+
+
+@pytest.fixture
+def blob_backend(spec: str):
+    """A fresh, empty backend (:func:`spec`, opened)."""
+    from evstore.backends.spec import open_backend
+
+    return open_backend(spec)
+
+
+@pytest.fixture
+def s(store, spec: str):
+    """The test's store with its blobs over :data:`INLINE_MAX` in :func:`spec`, lease 0."""
+    store.set_config("blobs.backend", spec)
+    store.set_config("blobs.inline_max", INLINE_MAX)
+    store.set_config("gc.lease-seconds", 0)
+    return store

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import uuid
 
 import pytest
 import sqlalchemy as sa
@@ -25,23 +24,6 @@ from evstore.db.tables import blob_deletions, blobs
 from evstore.objects.external import UPLOADS_IN_FLIGHT
 
 INLINE_MAX = 1024
-
-
-@pytest.fixture(params=["file", "s3"])
-def spec(request: pytest.FixtureRequest, tmp_path) -> str:
-    if request.param == "file":
-        (tmp_path / "blobs").mkdir()
-        return f"file:{tmp_path / 'blobs'}"
-    sw = request.getfixturevalue("s3_server")
-    return f"s3://{sw.bucket}/b{uuid.uuid4().hex[:12]}?endpoint={sw.endpoint}"
-
-
-@pytest.fixture
-def s(store, spec):
-    store.set_config("blobs.backend", spec)
-    store.set_config("blobs.inline_max", INLINE_MAX)
-    store.set_config("gc.lease-seconds", 0)
-    return store
 
 
 def _big() -> bytes:

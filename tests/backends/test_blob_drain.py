@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import shutil
-import uuid
 
 import pytest
 import sqlalchemy as sa
@@ -26,15 +25,6 @@ INLINE_MAX = 1024
 
 def _past() -> dt.datetime:
     return dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
-
-
-@pytest.fixture(params=["file", "s3"])
-def spec(request: pytest.FixtureRequest, tmp_path) -> str:
-    if request.param == "file":
-        (tmp_path / "blobs").mkdir()
-        return f"file:{tmp_path / 'blobs'}"
-    sw = request.getfixturevalue("s3_server")
-    return f"s3://{sw.bucket}/d{uuid.uuid4().hex[:12]}?endpoint={sw.endpoint}"
 
 
 def _setup(store, spec: str, n: int, delay: int) -> list[bytes]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import io
 import os
-import uuid
 
 import pytest
 import sqlalchemy as sa
@@ -24,23 +23,6 @@ INLINE_MAX = 1024
 
 def _past() -> dt.datetime:
     return dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
-
-
-@pytest.fixture(params=["file", "s3"])
-def spec(request: pytest.FixtureRequest, tmp_path) -> str:
-    if request.param == "file":
-        (tmp_path / "blobs").mkdir()
-        return f"file:{tmp_path / 'blobs'}"
-    sw = request.getfixturevalue("s3_server")
-    return f"s3://{sw.bucket}/s{uuid.uuid4().hex[:12]}?endpoint={sw.endpoint}"
-
-
-@pytest.fixture
-def s(store, spec):
-    store.set_config("blobs.backend", spec)
-    store.set_config("blobs.inline_max", INLINE_MAX)
-    store.set_config("gc.lease-seconds", 0)
-    return store
 
 
 def _row(store, address: str):
