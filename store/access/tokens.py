@@ -120,9 +120,9 @@ def token_scope(store: Store, token: str) -> str | None:
     One indexed lookup by the token's SHA-256 (one statement, no transaction: it runs on
     every request); the token text is never compared directly.
     """
-    if not _TOKEN.fullmatch(token):
+    digest = token_hash(token)
+    if digest is None:
         return None
-    digest = token_sha256(token)
     tx = store.transactions
     row = point_row(tx, SCOPE_SQL, (digest,))
     if row is FALLBACK:  # the general path, inside the error boundary
