@@ -22,7 +22,6 @@ import io
 import json
 import os
 import sys
-from importlib import metadata
 from typing import Any
 
 import click
@@ -169,6 +168,8 @@ def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> N
     if not value or ctx.resilient_parsing:
         return
     try:
+        from importlib import metadata  # 20-25 ms of start-up: only for --version
+
         version = metadata.version("evidence-store")
     except metadata.PackageNotFoundError:  # run from a tree that was never installed
         version = "unknown"

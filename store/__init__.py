@@ -46,10 +46,10 @@ if TYPE_CHECKING:
     from .archive.registry import open_repository as open_oci_repository
     from .archive.registry import push_manifest as push_oci_manifest
     from .backends.credentials import S3Credentials, configure_s3, s3_credentials
+    from .contracts.fragments.portable import PortableFragmentOps
     from .contracts.fragments.rules import scope_from_parts as fragment_scope
-    from .contracts.fragments.store import PortableFragmentOps
+    from .contracts.manifests.portable import PortableManifestOps
     from .contracts.manifests.rules import manifest_address
-    from .contracts.manifests.store import PortableManifestOps
     from .contracts.packages.rules import normalize_uuid
     from .contracts.packages.rules_context import context_size as package_context_size
     from .core.canonical import dumps, loads
@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from .core.results import (
         ArtifactInfo,
         ArtifactResult,
+        AuditRun,
         Closure,
         Document,
         Excerpt,
@@ -80,6 +81,7 @@ if TYPE_CHECKING:
         PutResult,
         RunReport,
     )
+    from .core.roots import current_root, rooting
     from .db.revisions import head_revision
     from .facade.api import Store
     from .facade.queries import ListPage, find_with_warnings, list_page
@@ -87,11 +89,9 @@ if TYPE_CHECKING:
     from .log.ops import verify_proof as verify_log_proof
     from .log.tiles import verify_tiles_inclusion as verify_log_tiles
     from .objects.kinds import check_kind, kind_page, known_kinds
-    from .objects.leases import current_root, rooting
     from .protocol import StoreProtocol
     from .read.describe import describe_artifact, object_head, presign_object
     from .read.review import bindings_of_fragment, edges_from, kind_counts, verify_now
-    from .retention.audit import AuditRun
     from .tlog.cosignature import Cosigner, read_cosigner_key
 
 # open, init and migrate (store/connect.py) and RemoteStore (store/client/) are not imported
@@ -104,7 +104,7 @@ _SOURCES: dict[str, str] = {
     "ArchiveLimits": "archive.layout:Limits",
     "ArtifactInfo": "core.results",
     "ArtifactResult": "core.results",
-    "AuditRun": "retention.audit",
+    "AuditRun": "core.results",
     "BindingConflict": "core.errors",
     "Closure": "core.results",
     "Cosigner": "tlog.cosignature",
@@ -125,8 +125,8 @@ _SOURCES: dict[str, str] = {
     "LogOps": "log.ops",
     "NotFound": "core.errors",
     "OciRepository": "archive.registry",
-    "PortableFragmentOps": "contracts.fragments.store",
-    "PortableManifestOps": "contracts.manifests.store",
+    "PortableFragmentOps": "contracts.fragments.portable",
+    "PortableManifestOps": "contracts.manifests.portable",
     "PutResult": "core.results",
     "RefSyntaxError": "core.errors",
     "RemoteStore": "client",
@@ -142,7 +142,7 @@ _SOURCES: dict[str, str] = {
     "create_app": "server.app",
     "create_session": "access.tokens",
     "create_token": "access.tokens",
-    "current_root": "objects.leases",
+    "current_root": "core.roots",
     "describe_artifact": "read.describe",
     "digest_bytes": "core.digests",
     "dumps": "core.canonical",
@@ -176,7 +176,7 @@ _SOURCES: dict[str, str] = {
     "push_oci_manifest": "archive.registry:push_manifest",
     "read_cosigner_key": "tlog.cosignature",
     "revoke_token": "access.tokens",
-    "rooting": "objects.leases",
+    "rooting": "core.roots",
     "s3_credentials": "backends.credentials",
     "serve": "server.run",
     "session_scope": "access.tokens",

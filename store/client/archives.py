@@ -24,7 +24,6 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import verify_archive
 from ..core.errors import EvstoreError, error
 from .retention import root_params
 
@@ -112,6 +111,8 @@ class RemoteArchives:
             with os.fdopen(fd, "wb") as fh:
                 for chunk in self.http.iter_bytes(resp, "GET", "v1/archive"):
                     fh.write(chunk)
+            from .. import verify_archive  # the archive reader loads the library: on use
+
             checked = verify_archive(tmp)
             if checked.faults:
                 first = checked.faults[0]

@@ -13,6 +13,7 @@ Sizes are in bytes; addresses are ``blake3:`` + 64 lowercase hex.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,7 @@ from .errors import EvstoreError
 __all__ = [
     "ArtifactInfo",
     "ArtifactResult",
+    "AuditRun",
     "Closure",
     "Document",
     "Excerpt",
@@ -341,3 +343,84 @@ class GcReport:
             int(d.get("backend_deleted", 0)),
             int(d.get("backend_kept", 0)),
         )
+
+
+@dataclass
+class AuditRun:
+    """The result of one audit.
+
+    Attributes:
+        id: the run's id in the ``audits`` table (None when not recorded).
+        started_at, finished_at: RFC 3339 UTC (:func:`~evstore.core.times.utc_text`; the
+            database's clock).
+        scope: the options as asked (JSON-ready).
+        roots: per root: ``{"root", "verdict", "entries": [{"address", "kinds", "objects",
+            "verdict", "faults"}]}``.
+        objects: distinct objects verified by this run (bytes re-hashed).
+        skipped: objects skipped as verified since ``since``.
+        not_recorded: why the run is not in ``audits`` although recording was asked (the
+            store is read-only, or its disk is full: ``store.full``), or None. The verdict
+            stands either way: it is reached before anything is written.
+    """
+
+    id: int | None = None
+    started_at: str = ""
+    finished_at: str = ""
+    scope: dict[str, Any] = field(default_factory=dict)
+    roots: list[dict[str, Any]] = field(default_factory=list)
+    objects: int = 0
+    skipped: int = 0
+    not_recorded: str | None = None
+
+    @property
+    def faults(self) -> list[dict[str, Any]]:
+        """Every fault, once each (dicts of the errors), in root and entry order."""
+        seen: dict[str, dict[str, Any]] = {}
+        for r in self.roots:
+            for e in r["entries"]:
+                for f in e["faults"]:
+                    seen.setdefault(json.dumps(f, sort_keys=True), f)
+        return list(seen.values())
+
+    @property
+    def verdict(self) -> str:
+        """``pass`` when no fault was found, else ``fail``."""
+        return "fail" if any(r["verdict"] == "fail" for r in self.roots) else "pass"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``not_recorded`` only when recording failed)."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "verdict": self.verdict,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "scope": self.scope,
+            "objects": self.objects,
+            "skipped": self.skipped,
+            "roots": self.roots,
+            "faults": self.faults,
+        }
+        if self.not_recorded is not None:
+            out["not_recorded"] = self.not_recorded
+        return out
+
+    def junit(self) -> str:
+        """The run as JUnit XML: one test suite per root, one test case per entry."""
+        from xml.etree import ElementTree as ET
+
+        top = ET.Element("testsuites", name="evstore audit")
+        for r in self.roots:
+            failed = sum(1 for e in r["entries"] if e["verdict"] == "fail")
+            suite = ET.SubElement(
+                top,
+                "testsuite",
+                name=r["root"],
+                tests=str(len(r["entries"])),
+                failures=str(failed),
+            )
+            for e in r["entries"]:
+                case = ET.SubElement(suite, "testcase", classname=r["root"], name=e["address"])
+                for f in e["faults"]:
+                    node = ET.SubElement(case, "failure", type=f["code"], message=f["message"])
+                    node.text = json.dumps(f, sort_keys=True)
+        return ET.tostring(top, encoding="unicode", xml_declaration=True)

@@ -24,19 +24,16 @@ writers their side of that agreement (docs/design.md#retention-and-garbage-colle
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import datetime as _dt
 import json
-import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..core.errors import error
+from ..core.roots import ACTOR, DEFAULT_ROOT, ROOT, check_root_name, current_root, rooting
 from ..core.settings import setting
 from ..db.engine import (
     BEFORE_COMMIT,
@@ -77,12 +74,6 @@ __all__ = [
 
 #: The setting that says how long a lease lasts (seconds; store/core/settings.py).
 LEASE_SETTING = "gc.lease-seconds"
-#: The root every write uses unless the caller names another.
-DEFAULT_ROOT = "default"
-#: The root of writes in the current context (see :func:`rooting`).
-ROOT: contextvars.ContextVar[str] = contextvars.ContextVar("evstore_root", default=DEFAULT_ROOT)
-#: Who acts in the current context: ``local`` for the CLI and library, a token id for the server.
-ACTOR: contextvars.ContextVar[str] = contextvars.ContextVar("evstore_actor", default="local")
 #: ``hook(step)`` called at each step of a write (tests only); see the module docstring.
 STEP_HOOK: list[Callable[[str], None]] = []
 #: ``hook(conn, events)`` called inside the transaction that records history ``events``.
@@ -91,7 +82,6 @@ HISTORY_HOOKS: list[Callable[[Connection, list[dict[str, Any]]], None]] = []
 #: hold them yet, inside its transaction (the tamper-evident log appends retain entries).
 ROOTED_HOOKS: list[Callable[[Connection, str, list[str]], None]] = []
 
-_ROOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,127}$")
 _IN = 500  # SQLite bound parameters per IN list
 
 
@@ -110,42 +100,6 @@ def step(name: str) -> None:
     """Run the test hooks for write step ``name`` (no-op in normal use)."""
     for hook in STEP_HOOK:
         hook(name)
-
-
-def check_root_name(name: str) -> str:
-    """``name`` if it is a valid root name (1-128 of ``A-Z a-z 0-9 . _ : @ / + -``).
-
-    Raises:
-        InputError: ``root.name``.
-    """
-    if not isinstance(name, str) or not _ROOT_NAME.match(name):
-        raise error(
-            "root.name",
-            f"{name!r} is no root name: 1-128 characters of letters, digits and . _ : @ / + -,"
-            " starting with a letter or digit",
-            root=str(name),
-        )
-    return name
-
-
-def current_root() -> str:
-    """The root writes in the current context use (``default`` outside :func:`rooting`)."""
-    return ROOT.get()
-
-
-@contextlib.contextmanager
-def rooting(root: str = DEFAULT_ROOT, actor: str = "local") -> Iterator[None]:
-    """Writes inside this context root what they write under ``root``, acting as ``actor``.
-
-    Raises:
-        InputError: ``root.name``.
-    """
-    tokens = (ROOT.set(check_root_name(root)), ACTOR.set(actor))
-    try:
-        yield
-    finally:
-        ROOT.reset(tokens[0])
-        ACTOR.reset(tokens[1])
 
 
 def db_now(conn: Connection) -> _dt.datetime:

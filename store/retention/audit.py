@@ -26,7 +26,7 @@ import datetime as _dt
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -35,6 +35,7 @@ from sqlalchemy.engine import Connection
 from ..check.checker import UNWRITABLE, audit_bytes, parse_since, write_verified
 from ..core.digests import digest_bytes
 from ..core.errors import EvstoreError, StoreStateError, error
+from ..core.results import AuditRun
 from ..core.times import utc_text
 from ..db.settings import load_settings
 from ..db.tables import audits, bindings, blobs, edges, roots, verified
@@ -74,87 +75,6 @@ class AuditOptions:
     seed: int = 0
     since: _dt.datetime | str | None = None
     record: bool = True
-
-
-@dataclass
-class AuditRun:
-    """The result of one audit.
-
-    Attributes:
-        id: the run's id in the ``audits`` table (None when not recorded).
-        started_at, finished_at: RFC 3339 UTC (:func:`~evstore.core.times.utc_text`; the
-            database's clock).
-        scope: the options as asked (JSON-ready).
-        roots: per root: ``{"root", "verdict", "entries": [{"address", "kinds", "objects",
-            "verdict", "faults"}]}``.
-        objects: distinct objects verified by this run (bytes re-hashed).
-        skipped: objects skipped as verified since ``since``.
-        not_recorded: why the run is not in ``audits`` although recording was asked (the
-            store is read-only, or its disk is full: ``store.full``), or None. The verdict
-            stands either way: it is reached before anything is written.
-    """
-
-    id: int | None = None
-    started_at: str = ""
-    finished_at: str = ""
-    scope: dict[str, Any] = field(default_factory=dict)
-    roots: list[dict[str, Any]] = field(default_factory=list)
-    objects: int = 0
-    skipped: int = 0
-    not_recorded: str | None = None
-
-    @property
-    def faults(self) -> list[dict[str, Any]]:
-        """Every fault, once each (dicts of the errors), in root and entry order."""
-        seen: dict[str, dict[str, Any]] = {}
-        for r in self.roots:
-            for e in r["entries"]:
-                for f in e["faults"]:
-                    seen.setdefault(json.dumps(f, sort_keys=True), f)
-        return list(seen.values())
-
-    @property
-    def verdict(self) -> str:
-        """``pass`` when no fault was found, else ``fail``."""
-        return "fail" if any(r["verdict"] == "fail" for r in self.roots) else "pass"
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``not_recorded`` only when recording failed)."""
-        out: dict[str, Any] = {
-            "id": self.id,
-            "verdict": self.verdict,
-            "started_at": self.started_at,
-            "finished_at": self.finished_at,
-            "scope": self.scope,
-            "objects": self.objects,
-            "skipped": self.skipped,
-            "roots": self.roots,
-            "faults": self.faults,
-        }
-        if self.not_recorded is not None:
-            out["not_recorded"] = self.not_recorded
-        return out
-
-    def junit(self) -> str:
-        """The run as JUnit XML: one test suite per root, one test case per entry."""
-        from xml.etree import ElementTree as ET
-
-        top = ET.Element("testsuites", name="evstore audit")
-        for r in self.roots:
-            failed = sum(1 for e in r["entries"] if e["verdict"] == "fail")
-            suite = ET.SubElement(
-                top,
-                "testsuite",
-                name=r["root"],
-                tests=str(len(r["entries"])),
-                failures=str(failed),
-            )
-            for e in r["entries"]:
-                case = ET.SubElement(suite, "testcase", classname=r["root"], name=e["address"])
-                for f in e["faults"]:
-                    node = ET.SubElement(case, "failure", type=f["code"], message=f["message"])
-                    node.text = json.dumps(f, sort_keys=True)
-        return ET.tostring(top, encoding="unicode", xml_declaration=True)
 
 
 def _sample_key(seed: int, address: str) -> int:

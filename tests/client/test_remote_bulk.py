@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -158,3 +161,29 @@ def test_a_remote_put_of_many_files_failing_late_stores_none(store_url, snapshot
         assert [r.new for r in got] == [True] * 5_000
     finally:
         server.stop()
+
+
+#: The database packages a remote command must never load (their start-up, 0.12-0.2 s, was
+#: a remote bulk put's margin over a local one: issue 28).
+DATABASE_PACKAGES = ("sqlalchemy", "alembic", "psycopg")
+
+
+def test_a_remote_put_loads_no_database_package(server, tmp_path):
+    tree = _tree(tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "evstore", "--store", server.url]
+        + ["put", str(tree)],
+        env={**os.environ, "EVSTORE_TOKEN": server.ingest, "EVSTORE_URL": ""},
+        capture_output=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.count(b"blake3:") == 42
+    modules = {
+        line.rsplit("|", 1)[1].strip()
+        for line in out.stderr.decode().splitlines()
+        if line.startswith("import time:")
+    }
+    assert "evstore.client.remote" in modules  # the measurement saw the client load
+    loaded = sorted(m for m in modules if m.split(".")[0] in DATABASE_PACKAGES)
+    assert loaded == []

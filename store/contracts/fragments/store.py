@@ -22,7 +22,7 @@ from ...core.canonical import dumps, loads
 from ...core.digests import digest_bytes
 from ...core.errors import EvstoreError, Faults, error, join_pointer
 from ...core.refs import parse_ref
-from ...objects.artifacts import ArtifactInfo, ArtifactResult, Document
+from ...objects.artifacts import ArtifactResult, Document
 from ...objects.kinds import KindHandler
 from .bindings import (
     ATTR_SOURCE_PAIR,
@@ -40,6 +40,7 @@ from .bindings import (
     state,
     write_fragments,
 )
+from .portable import PortableFragmentOps
 from .rules import (
     BATCH_KIND,
     CONTRACT_VERSION,
@@ -58,7 +59,6 @@ from .rules import (
     revision_checksums,
     scope_from_parts,
     scope_of,
-    source_record,
     validate,
     validate_shape,
     validate_source,
@@ -419,56 +419,6 @@ class FragmentSourceKind(KindHandler):
                     "/revision_checksum",
                 )
         return faults
-
-
-class PortableFragmentOps:
-    """The fragment operations written against :class:`evstore.StoreProtocol` alone.
-
-    They call only the protocol's ``ingest`` and ``find``, so they run unchanged on any store:
-    :class:`FragmentOps` (a local Store's ``store.fragments``) and the HTTP client's namespace
-    (store/client/contracts.py) both inherit them, and a remote ``ingest_source`` sends the very
-    record a local one stores.
-    """
-
-    def __init__(self, store: Any) -> None:
-        self.store = store
-
-    def ingest_source(
-        self,
-        data: bytes,
-        document_id: str,
-        fragment_id: str,
-        revision_checksum: str | None = None,
-        *,
-        name: str = "-",
-    ) -> ArtifactResult:
-        """Register the exact bytes a pair's offsets are measured over, as a content version.
-
-        Args:
-            data: the raw content bytes (stored exactly: no decoding or normalisation).
-            document_id: the fragment's document_id.
-            fragment_id: the fragment's fragment_id.
-            revision_checksum: optional 64 lowercase hex revision checksum to bind.
-            name: where the bytes came from, for error messages.
-
-        Returns:
-            The ``fragment-source`` record's :class:`ArtifactResult` (info: content_sha256,
-            size, revision_checksum).
-
-        Raises:
-            FragmentError: ``fragment.shape``, ``fragment.revision-format``,
-                ``fragment.source-encoding``. FragmentBindingError:
-                ``fragment.revision-mismatch``.
-        """
-        raw = bytes(data)
-        record = source_record(raw, document_id, fragment_id, revision_checksum)
-        report = self.store.ingest([Document(record, name=name, kind=SOURCE_KIND)], supplied=[raw])
-        result: ArtifactResult = report.results[0]
-        return result
-
-    def find(self, quote_sha256: str) -> list[ArtifactInfo]:
-        """Stored fragments whose quote_sha256 is ``quote_sha256`` (oldest first)."""
-        return list(self.store.find("quote_sha256", quote_sha256, kind=FRAGMENT_KIND))
 
 
 class FragmentOps(PortableFragmentOps):

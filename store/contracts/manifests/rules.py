@@ -109,6 +109,7 @@ __all__ = [
     "CONTENT_SIZE",
     "CONTRACT",
     "CONTRACT_VERSION",
+    "FIND_ATTR",
     "INCLUDED_REASON",
     "KIND",
     "MANIFEST_REF_PREFIX",
@@ -147,6 +148,8 @@ CONTRACT_VERSION = "v1"
 #: The artifact kind this contract claims (store/objects/kinds.py registers ``ManifestKind`` for
 # it).
 KIND = "manifest"
+#: Lookup attribute for ``evstore find --manifest-ref``.
+FIND_ATTR = "manifest_ref"
 #: The ``schema`` member value that identifies a manifest.
 SCHEMA_NAME = "corpus-passage-evidence-manifest.v1"
 #: Our JSON Schema, a file of this package (``evstore/schemas/``).

@@ -38,9 +38,11 @@ from typing import TYPE_CHECKING, Any
 from ...core.canonical import loads
 from ...core.digests import blake3_hex, sha256_hex
 from ...core.errors import EvstoreError, Faults, error
-from ...objects.artifacts import ArtifactInfo, ArtifactResult, Document, Warning_
+from ...objects.artifacts import ArtifactResult, Document, Warning_
 from ...objects.kinds import KindHandler
 from . import rules as rules
+from .portable import PortableManifestOps
+from .rules import FIND_ATTR
 
 if TYPE_CHECKING:
     from ...objects.txn import Txn
@@ -60,8 +62,6 @@ __all__ = [
 REF_NAMESPACE = "manifest.item-ref"
 #: Edge role from a manifest to its rendered content blob.
 CONTENT_EDGE = "content"
-#: Lookup attribute for ``evstore find --manifest-ref``.
-FIND_ATTR = "manifest_ref"
 
 
 def warning_rows(warnings: Sequence[EvstoreError]) -> list[Warning_]:
@@ -342,50 +342,6 @@ class ManifestKind(KindHandler):
                 content="blake3:" + row.digest.blake3,
             )
         return faults
-
-
-class PortableManifestOps:
-    """The manifest reads written against :class:`evstore.StoreProtocol` alone.
-
-    They call only the protocol's ``find``, ``load`` and ``get`` (each verifying the bytes it
-    returns), so they run unchanged on any store: :class:`ManifestOps` (a local Store's
-    ``store.manifests``) and the HTTP client's namespace (store/client/contracts.py) both
-    inherit them.
-    """
-
-    def __init__(self, store: Any) -> None:
-        self.store = store
-
-    def find(self, manifest_ref: str) -> list[ArtifactInfo]:
-        """Stored manifests with this ``manifest/ref``, as ArtifactInfo, oldest first."""
-        found: list[ArtifactInfo] = self.store.find(FIND_ATTR, manifest_ref, kind=ManifestKind.name)
-        return found
-
-    def load(self, manifest_ref: str) -> dict[str, Any]:
-        """The stored manifest with this ``manifest/ref``, parsed.
-
-        Raises:
-            NotFound: ``not-found.artifact`` when no manifest has that ref.
-        """
-        found = self.find(manifest_ref)
-        if not found:
-            raise error(
-                "not-found.artifact",
-                f"no manifest with manifest/ref {manifest_ref!r}",
-                manifest_ref=manifest_ref,
-            )
-        loaded: dict[str, Any] = self.store.load(found[0].address)
-        return loaded
-
-    def content(self, manifest_ref: str) -> bytes:
-        """The rendered content of the stored manifest with this ``manifest/ref``, verified.
-
-        Raises:
-            NotFound: ``not-found.artifact`` (no such manifest) or ``not-found.blob``.
-            CorruptionError: the stored bytes do not match their address.
-        """
-        data: bytes = self.store.get(self.load(manifest_ref)["content/ref"])
-        return data
 
 
 class ManifestOps(PortableManifestOps):
