@@ -8,6 +8,7 @@ stream is rewound when the transaction runs again (:class:`rereadable`).
 from __future__ import annotations
 
 import os
+import stat
 import struct
 import tempfile
 from collections.abc import Callable, Iterable
@@ -76,17 +77,24 @@ def _read_path(path: str | bytes) -> bytes | BinaryIO:
 
     Plain descriptor calls (open, fstat, read, close): a file object per small file cost
     ~5 us of the ~48 us a file of a bulk re-put (issue 29). Reads until end of file, so a
-    file that grows after the fstat is read whole. Raises OSError as ``open`` would.
+    file that grows after the fstat is read whole: the first read asks for one byte more
+    than the fstat's size, and a regular file that gives exactly its size has ended (one
+    read per small file, as git reads st_size bytes); anything else (fewer bytes, a pipe, a
+    device) is read until a read returns nothing. Raises OSError as ``open`` would.
     """
     fd = os.open(path, _OPEN_FLAGS)
     try:
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        size = st.st_size
         if size > _READ_WHOLE_MAX:
             fh = os.fdopen(fd, "rb")
             fd = -1  # the stream owns it now
             return fh
-        parts = [os.read(fd, size + 1)]  # the whole file in one call, as a rule
-        while parts[-1]:  # then to the end of the file (one more call that finds it)
+        first = os.read(fd, size + 1)  # the whole file in one call, as a rule
+        if len(first) == size and stat.S_ISREG(st.st_mode):
+            return first  # the regular file's size, and no byte more: its end
+        parts = [first]
+        while parts[-1]:  # to the end of the file (one more call that finds it)
             parts.append(os.read(fd, 1 << 16))
         return parts[0] if len(parts) == 2 else b"".join(parts)
     finally:

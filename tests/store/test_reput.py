@@ -7,6 +7,8 @@ PostgreSQL's COPY from 1,000 distinct items) the new items of the call take. Bot
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import sqlalchemy as sa
 
@@ -35,3 +37,29 @@ def test_reput_keeps_intact_copies_repairs_a_corrupt_one_and_stores_the_new(stor
     assert store.get(first[short].digest.address) == items[short]
     assert store.get(again[n].digest.address) == fresh
     assert list(store.check()) == []
+
+
+def test_put_of_paths_reads_regular_files_and_pipes_to_their_end(store, tmp_path):
+    """A regular file is read in one call (its size, no byte more); a pipe, whose size says
+    nothing, is read until it ends: each put stores the whole content."""
+    import threading
+    from pathlib import Path
+
+    plain = tmp_path / "plain"
+    plain.write_bytes(b"p" * 3000)
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    parts = [b"first part ", b"x" * 70_000, b" last"]
+
+    def feed() -> None:
+        with open(fifo, "wb", buffering=0) as w:
+            for part in parts:
+                w.write(part)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    got = store.put_many([Path(plain), Path(empty), Path(fifo)])
+    writer.join(timeout=30)
+    assert [store.get(r.digest.address) for r in got] == [b"p" * 3000, b"", b"".join(parts)]
