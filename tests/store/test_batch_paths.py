@@ -141,3 +141,18 @@ def test_a_store_dropped_without_close_closes_its_point_read_connections(store_u
         with pytest.raises(Exception, match="(?i)closed"):
             conn.cursor().execute("SELECT 1")
     assert not [w for w in seen if issubclass(w.category, ResourceWarning)]
+
+
+def test_a_connection_returned_after_close_is_closed_not_left_to_the_collector(store_url):
+    """A connection another thread still held when the store was closed is closed when it is
+    returned (a pool the engine no longer holds would keep it open until a garbage
+    collection deleted it, with a ResourceWarning at that random moment)."""
+    import evstore
+
+    s = evstore.open(store_url)
+    conn = s.db.engine.connect()  # checked out, as by a request still running
+    driver = conn.connection.dbapi_connection
+    s.close()
+    conn.close()  # returned to the pool after the close
+    with pytest.raises(Exception, match="(?i)closed"):
+        driver.cursor().execute("SELECT 1")
