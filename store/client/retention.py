@@ -19,6 +19,7 @@ import httpx
 from .. import AuditRun, current_root, rooting
 from ..core.errors import EvstoreError, error
 from ..core.results import GcReport
+from ..core.roots import check_root_name
 from .http import rebuild_error, unsupported
 
 __all__ = ["RemoteRetention", "root_params"]
@@ -35,7 +36,8 @@ def root_params() -> dict[str, str]:
 
 
 def _root_path(root: str, action: str) -> str:
-    return f"v1/roots/{urllib.parse.quote(root, safe='')}/{action}"
+    """The route of ``root``'s ``action``; a bad name is ``root.name`` here, as locally."""
+    return f"v1/roots/{urllib.parse.quote(check_root_name(root), safe='')}/{action}"
 
 
 class RemoteRetention:

@@ -34,7 +34,7 @@ def check_root_name(name: str) -> str:
     Raises:
         InputError: ``root.name``.
     """
-    if not isinstance(name, str) or not _ROOT_NAME.match(name):
+    if not isinstance(name, str) or not _ROOT_NAME.fullmatch(name):  # "$" allows a final "\n"
         raise error(
             "root.name",
             f"{name!r} is no root name: 1-128 characters of letters, digits and . _ : @ / + -,"

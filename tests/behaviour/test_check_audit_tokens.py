@@ -64,6 +64,10 @@ def test_an_audit_is_run_and_recorded_as_locally(any_store, unique):
 def test_audit_errors_are_the_local_ones(any_store, reference, unique):
     for name, call in (
         ("root name", lambda s: s.retention.audit(["Not A Root!"])),
+        ("newline root", lambda s: s.retention.audit(["keep\n"])),
+        ("newline retain", lambda s: s.retention.retain(["blake3:" + "0" * 64], "keep\n")),
+        ("newline release", lambda s: s.retention.release("keep\n")),
+        ("surrogate release", lambda s: s.retention.release("k\udcff")),
         ("sample", lambda s: s.retention.audit(sample=0)),
         ("since", lambda s: s.retention.audit(since="not a time")),
         ("one string", lambda s: s.retention.audit("keep")),
