@@ -269,6 +269,11 @@ class Http:
                     headers=headers,
                 )
                 resp = self.client.send(req, stream=stream)
+            except UnicodeEncodeError:  # a lone surrogate in a parameter or JSON body
+                raise error(
+                    "input.invalid",
+                    f"{method} {path}: an argument is not valid Unicode text (a lone surrogate)",
+                ) from None
             except httpx.HTTPError as exc:
                 sent = not isinstance(exc, _NOT_SENT)
                 if (sent and not idempotent) or attempt >= self.policy.retries:
