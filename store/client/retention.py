@@ -9,6 +9,7 @@ remote store send the root of :func:`evstore.rooting` (:func:`root_params`).
 from __future__ import annotations
 
 import json
+import math
 import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
@@ -153,6 +154,8 @@ class RemoteRetention:
             raise error("input.invalid", "roots is a list of root names, not one string")
         body: dict[str, Any] = {"roots": list(roots), "seed": seed, "record": record}
         if sample is not None:
+            if isinstance(sample, float) and not math.isfinite(sample):  # JSON has no NaN
+                raise error("input.invalid", f"sample must be a number in (0, 1], not {sample!r}")
             body["sample"] = sample
         if since is not None:
             body["since"] = since.isoformat() if hasattr(since, "isoformat") else str(since)

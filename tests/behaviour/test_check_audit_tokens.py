@@ -39,6 +39,8 @@ def test_check_is_a_run_of_faults_with_its_counters(any_store, unique):
 def test_check_refuses_bad_options_as_locally(any_store, reference):
     for name, call in (
         ("sample", lambda s: s.check(sample=2)),
+        ("sample nan", lambda s: s.check(sample=float("nan"))),  # was a ValueError
+        ("sample -inf", lambda s: s.check(sample=float("-inf"))),
         ("since", lambda s: s.check(since="not a time")),
         ("kind", lambda s: s.check(kinds=("no-such-kind",))),
     ):
@@ -69,6 +71,8 @@ def test_audit_errors_are_the_local_ones(any_store, reference, unique):
         ("newline release", lambda s: s.retention.release("keep\n")),
         ("surrogate release", lambda s: s.retention.release("k\udcff")),
         ("sample", lambda s: s.retention.audit(sample=0)),
+        ("sample nan", lambda s: s.retention.audit(sample=float("nan"))),  # was a ValueError
+        ("sample inf", lambda s: s.retention.audit(sample=float("inf"))),
         ("since", lambda s: s.retention.audit(since="not a time")),
         ("one string", lambda s: s.retention.audit("keep")),
         ("no such root", lambda s: s.retention.audit([f"none-{unique[:8]}"])),
