@@ -20,7 +20,7 @@ import httpx
 from .. import AuditRun, current_root, rooting
 from ..core.errors import EvstoreError, error
 from ..core.results import GcReport
-from ..core.roots import check_root_name
+from ..core.roots import check_listed, check_root_name
 from .http import rebuild_error, unsupported
 
 __all__ = ["RemoteRetention", "root_params"]
@@ -90,7 +90,9 @@ class RemoteRetention:
 
     def history(self, limit: int = 1000) -> list[dict[str, Any]]:
         """``GET /v1/roots/history?limit=N``: the retention events, newest first (read)."""
-        out = self.store.http.json("GET", "v1/roots/history", params={"limit": str(limit)})
+        out = self.store.http.json(
+            "GET", "v1/roots/history", params={"limit": str(check_listed(limit))}
+        )
         events: list[dict[str, Any]] = out["events"]
         return events
 
@@ -185,7 +187,7 @@ class RemoteRetention:
 
     def audits(self, limit: int = 50) -> list[dict[str, Any]]:
         """``GET /v1/audits?limit=N``: the recorded audit runs, newest first (read)."""
-        out = self.store.http.json("GET", "v1/audits", params={"limit": str(limit)})
+        out = self.store.http.json("GET", "v1/audits", params={"limit": str(check_listed(limit))})
         runs: list[dict[str, Any]] = out["audits"]
         return runs
 

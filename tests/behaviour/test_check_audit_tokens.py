@@ -76,6 +76,13 @@ def test_audit_errors_are_the_local_ones(any_store, reference, unique):
         ("since", lambda s: s.retention.audit(since="not a time")),
         ("one string", lambda s: s.retention.audit("keep")),
         ("no such root", lambda s: s.retention.audit([f"none-{unique[:8]}"])),
+        # PostgreSQL answered a negative limit with store.database, SQLite listed everything,
+        # the server http.request
+        ("audits -1", lambda s: s.retention.audits(-1)),
+        ("audits 0", lambda s: s.retention.audits(0)),
+        ("audits huge", lambda s: s.retention.audits(10**6)),
+        ("history -1", lambda s: s.retention.history(-1)),
+        ("history 0", lambda s: s.retention.history(0)),
     ):
         assert _error(call, any_store) == _error(call, reference), name
 
