@@ -11,10 +11,11 @@ does) stops the server's run.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.errors import EvstoreError
+from ..core.errors import EvstoreError, error
 from .http import rebuild_error
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ class RemoteCheckRun(Iterator[EvstoreError]):
         body: dict[str, Any] = {"seed": seed, "kinds": list(kinds), "jobs": jobs}
         body["record"] = record
         if sample is not None:
+            if isinstance(sample, float) and not math.isfinite(sample):  # JSON has no NaN
+                raise error("input.invalid", f"sample {sample!r} is not in (0, 1]", option="sample")
             body["sample"] = sample
         if since is not None:
             body["since"] = since.isoformat() if hasattr(since, "isoformat") else str(since)

@@ -190,8 +190,11 @@ class RemoteContexts(_Namespace):
 
 def _bundle_tar(directory: str) -> bytes:
     """The bundle directory as an uncompressed tar (regular files and folders, relative)."""
+    # the local reader's first two refusals, word for word (the server would name its copy)
     if not os.path.isdir(directory):
-        raise error("bundle.unreadable", f"{directory} is not a directory", path=directory)
+        raise error("bundle.unreadable", f"{os.fspath(directory)!r} is not a directory")
+    if not os.path.isfile(os.path.join(directory, "index.json")):
+        raise error("bundle.index-missing", f"no index.json in {os.fspath(directory)!r}")
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for root, dirs, files in os.walk(directory):

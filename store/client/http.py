@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import email.utils
 import random
+import re
 import threading
 import time
 import urllib.parse
@@ -64,6 +65,10 @@ _FAMILY: dict[str, type[EvstoreError]] = {
     "corruption": CorruptionError,
     "store": StoreStateError,
 }
+
+
+#: What a bearer token may hold (RFC 6750 allows less; the server answers the rest with 401).
+_TOKEN = re.compile(r"[\x21-\x7e]*")
 
 
 def is_remote_url(url: str) -> bool:
@@ -182,7 +187,17 @@ class Http:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        parts = urllib.parse.urlsplit(url)
+        try:
+            parts = urllib.parse.urlsplit(url)
+            parts.port  # noqa: B018 - raises for a port out of range or not a number
+        except ValueError as exc:  # the URL is not echoed: it may hold a password
+            raise error("store.url", f"the store URL is not a URL: {exc}") from None
+        if token is not None and not _TOKEN.fullmatch(token):
+            # never echoed; an illegal header value would be, in httpx's message
+            raise error(
+                "input.invalid",
+                "the token is not a bearer token (printable ASCII, no spaces or line breaks)",
+            )
         if not parts.hostname or parts.query or parts.fragment or parts.username:
             raise error(
                 "store.url",
@@ -269,6 +284,11 @@ class Http:
                     headers=headers,
                 )
                 resp = self.client.send(req, stream=stream)
+            except UnicodeEncodeError:  # a lone surrogate in a parameter or JSON body
+                raise error(
+                    "input.invalid",
+                    f"{method} {path}: an argument is not valid Unicode text (a lone surrogate)",
+                ) from None
             except httpx.HTTPError as exc:
                 sent = not isinstance(exc, _NOT_SENT)
                 if (sent and not idempotent) or attempt >= self.policy.retries:

@@ -9,6 +9,7 @@ remote store send the root of :func:`evstore.rooting` (:func:`root_params`).
 from __future__ import annotations
 
 import json
+import math
 import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
@@ -19,6 +20,7 @@ import httpx
 from .. import AuditRun, current_root, rooting
 from ..core.errors import EvstoreError, error
 from ..core.results import GcReport
+from ..core.roots import check_listed, check_root_name
 from .http import rebuild_error, unsupported
 
 __all__ = ["RemoteRetention", "root_params"]
@@ -35,7 +37,8 @@ def root_params() -> dict[str, str]:
 
 
 def _root_path(root: str, action: str) -> str:
-    return f"v1/roots/{urllib.parse.quote(root, safe='')}/{action}"
+    """The route of ``root``'s ``action``; a bad name is ``root.name`` here, as locally."""
+    return f"v1/roots/{urllib.parse.quote(check_root_name(root), safe='')}/{action}"
 
 
 class RemoteRetention:
@@ -87,7 +90,9 @@ class RemoteRetention:
 
     def history(self, limit: int = 1000) -> list[dict[str, Any]]:
         """``GET /v1/roots/history?limit=N``: the retention events, newest first (read)."""
-        out = self.store.http.json("GET", "v1/roots/history", params={"limit": str(limit)})
+        out = self.store.http.json(
+            "GET", "v1/roots/history", params={"limit": str(check_listed(limit))}
+        )
         events: list[dict[str, Any]] = out["events"]
         return events
 
@@ -151,6 +156,8 @@ class RemoteRetention:
             raise error("input.invalid", "roots is a list of root names, not one string")
         body: dict[str, Any] = {"roots": list(roots), "seed": seed, "record": record}
         if sample is not None:
+            if isinstance(sample, float) and not math.isfinite(sample):  # JSON has no NaN
+                raise error("input.invalid", f"sample must be a number in (0, 1], not {sample!r}")
             body["sample"] = sample
         if since is not None:
             body["since"] = since.isoformat() if hasattr(since, "isoformat") else str(since)
@@ -180,7 +187,7 @@ class RemoteRetention:
 
     def audits(self, limit: int = 50) -> list[dict[str, Any]]:
         """``GET /v1/audits?limit=N``: the recorded audit runs, newest first (read)."""
-        out = self.store.http.json("GET", "v1/audits", params={"limit": str(limit)})
+        out = self.store.http.json("GET", "v1/audits", params={"limit": str(check_listed(limit))})
         runs: list[dict[str, Any]] = out["audits"]
         return runs
 

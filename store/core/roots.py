@@ -16,7 +16,16 @@ from collections.abc import Iterator
 
 from .errors import error
 
-__all__ = ["ACTOR", "DEFAULT_ROOT", "ROOT", "check_root_name", "current_root", "rooting"]
+__all__ = [
+    "ACTOR",
+    "DEFAULT_ROOT",
+    "MAX_LISTED",
+    "ROOT",
+    "check_listed",
+    "check_root_name",
+    "current_root",
+    "rooting",
+]
 
 #: The root every write uses unless the caller names another.
 DEFAULT_ROOT = "default"
@@ -24,6 +33,9 @@ DEFAULT_ROOT = "default"
 ROOT: contextvars.ContextVar[str] = contextvars.ContextVar("evstore_root", default=DEFAULT_ROOT)
 #: Who acts in the current context: ``local`` for the CLI and library, a token id for the server.
 ACTOR: contextvars.ContextVar[str] = contextvars.ContextVar("evstore_actor", default="local")
+
+#: The most retention events or audit runs one listing returns (the server's bound too).
+MAX_LISTED = 100_000
 
 _ROOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+-]{0,127}$")
 
@@ -34,7 +46,7 @@ def check_root_name(name: str) -> str:
     Raises:
         InputError: ``root.name``.
     """
-    if not isinstance(name, str) or not _ROOT_NAME.match(name):
+    if not isinstance(name, str) or not _ROOT_NAME.fullmatch(name):  # "$" allows a final "\n"
         raise error(
             "root.name",
             f"{name!r} is no root name: 1-128 characters of letters, digits and . _ : @ / + -,"
@@ -42,6 +54,20 @@ def check_root_name(name: str) -> str:
             root=str(name),
         )
     return name
+
+
+def check_listed(limit: object) -> int:
+    """``limit`` if it is a count of events or runs to list (1 to :data:`MAX_LISTED`).
+
+    A local store and a remote one refuse alike what the server's query refuses (PostgreSQL
+    answered a negative one with ``store.database``; SQLite read it as no limit).
+
+    Raises:
+        InputError: ``input.invalid``.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LISTED:
+        raise error("input.invalid", f"limit must be a count from 1 to {MAX_LISTED}, not {limit!r}")
+    return limit
 
 
 def current_root() -> str:

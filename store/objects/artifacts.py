@@ -247,8 +247,15 @@ def attr_match(name: str, value: str) -> Any:
     The digest finds the row through the primary key; the value is compared too.
 
     Raises:
-        InputError: ``input.invalid`` (see :func:`attr_digest`).
+        InputError: ``input.invalid`` (see :func:`attr_digest`; a ``name`` holding U+0000 or
+            a lone surrogate too, on both backends alike).
     """
+    if "\x00" in name:  # PostgreSQL text cannot hold it: one answer on both backends
+        raise error("input.invalid", "a lookup name never contains U+0000", name=name)
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise error("input.invalid", "a lookup name is not valid Unicode text") from None
     return sa.and_(
         attrs.c.name == name,
         attrs.c.value_digest == attr_digest(value),

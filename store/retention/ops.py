@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection
 
 from ..core.errors import error
 from ..core.refs import parse_ref
+from ..core.roots import check_listed
 from ..core.times import utc_text
 from ..db.tables import blobs, retention_history, roots
 from ..objects import blobs as _blobs
@@ -290,6 +291,7 @@ class RetentionOps:
         """The latest retention events, newest first: ``{"at", "actor", "action", "root",
         "address", "detail"}``.
         """  # noqa: D205
+        check_listed(limit)
         with self._db.read() as conn:
             rows = conn.execute(
                 sa.select(retention_history).order_by(retention_history.c.id.desc()).limit(limit)
@@ -441,5 +443,6 @@ class RetentionOps:
 
     def audits(self, limit: int = 50) -> list[dict[str, Any]]:
         """The latest audit runs, newest first (:func:`~evstore.retention.audit.audit_history`)."""
+        check_listed(limit)
         with self._db.read() as conn:
             return audit_history(conn, limit)

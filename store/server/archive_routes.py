@@ -25,7 +25,7 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import FileResponse
 
-from .. import ArchiveLimits, EvstoreError, error, export_archive, import_archive
+from .. import ArchiveLimits, EvstoreError, export_archive, import_archive
 from .app import Served
 from .auth import ingester, reader, readmit
 from .wire import BINARY, OBJECT_RESPONSES, request_body
@@ -99,8 +99,6 @@ async def import_(
         with os.fdopen(fd, "wb") as fh:
             async for chunk in request.stream():
                 fh.write(chunk)
-        if os.path.getsize(path) == 0:
-            raise error("http.request", "the body is an archive tar (application/x-tar)")
         await readmit(request, "ingest")  # revoked while the body arrived: refused
         limits = None if max_bytes is None else ArchiveLimits(max_bytes=max_bytes)
 

@@ -287,6 +287,22 @@ def test_find_and_ls_refuse_as_the_library_does(any_store, reference):
         same_error(any_store, reference, call)
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda s: s.find("document_id", "a\udcff"),
+        lambda s: s.find("a\udcff", "b"),
+        lambda s: s.find("a\x00", "b"),
+    ],
+)
+def test_text_no_database_holds_is_input_invalid_alike(any_store, call):
+    # The client raised UnicodeEncodeError (a lone surrogate); PostgreSQL answered a NUL in
+    # the name with store.database (HTTP 500).
+    with pytest.raises(evstore.EvstoreError) as info:
+        call(any_store)
+    assert info.value.code == "input.invalid"
+
+
 def test_paths_of_the_examples_ingest_alike(any_store):
     path = Path(__file__).resolve().parents[2] / "examples" / "json" / "run-note.json"
     report = any_store.ingest(path)

@@ -39,6 +39,8 @@ def test_check_is_a_run_of_faults_with_its_counters(any_store, unique):
 def test_check_refuses_bad_options_as_locally(any_store, reference):
     for name, call in (
         ("sample", lambda s: s.check(sample=2)),
+        ("sample nan", lambda s: s.check(sample=float("nan"))),  # was a ValueError
+        ("sample -inf", lambda s: s.check(sample=float("-inf"))),
         ("since", lambda s: s.check(since="not a time")),
         ("kind", lambda s: s.check(kinds=("no-such-kind",))),
     ):
@@ -64,10 +66,23 @@ def test_an_audit_is_run_and_recorded_as_locally(any_store, unique):
 def test_audit_errors_are_the_local_ones(any_store, reference, unique):
     for name, call in (
         ("root name", lambda s: s.retention.audit(["Not A Root!"])),
+        ("newline root", lambda s: s.retention.audit(["keep\n"])),
+        ("newline retain", lambda s: s.retention.retain(["blake3:" + "0" * 64], "keep\n")),
+        ("newline release", lambda s: s.retention.release("keep\n")),
+        ("surrogate release", lambda s: s.retention.release("k\udcff")),
         ("sample", lambda s: s.retention.audit(sample=0)),
+        ("sample nan", lambda s: s.retention.audit(sample=float("nan"))),  # was a ValueError
+        ("sample inf", lambda s: s.retention.audit(sample=float("inf"))),
         ("since", lambda s: s.retention.audit(since="not a time")),
         ("one string", lambda s: s.retention.audit("keep")),
         ("no such root", lambda s: s.retention.audit([f"none-{unique[:8]}"])),
+        # PostgreSQL answered a negative limit with store.database, SQLite listed everything,
+        # the server http.request
+        ("audits -1", lambda s: s.retention.audits(-1)),
+        ("audits 0", lambda s: s.retention.audits(0)),
+        ("audits huge", lambda s: s.retention.audits(10**6)),
+        ("history -1", lambda s: s.retention.history(-1)),
+        ("history 0", lambda s: s.retention.history(0)),
     ):
         assert _error(call, any_store) == _error(call, reference), name
 

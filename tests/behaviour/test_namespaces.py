@@ -95,6 +95,12 @@ def test_a_bundle_that_is_not_one_is_refused_as_locally(any_store, reference, tm
     same_error(any_store, reference, lambda s: s.runs.ingest_bundle(tmp_path), keys=keys)
     absent = tmp_path / "absent"
     same_error(any_store, reference, lambda s: s.runs.ingest_bundle(absent), keys=keys)
+    # a directory without index.json: bundle.index-missing (was bundle.archive-malformed over
+    # HTTP), and both refusals word for word, as the client finds them before it sends
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    same_error(any_store, reference, lambda s: s.runs.ingest_bundle(empty))
+    same_error(any_store, reference, lambda s: s.runs.ingest_bundle(absent))
 
 
 # -- fragments ----------------------------------------------------------------------------------

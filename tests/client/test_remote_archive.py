@@ -97,7 +97,10 @@ def test_archives_over_http_give_the_local_bytes_reports_and_refusals(
         at = raw.rindex(b"blake3:") + 7  # an address inside a member: its digest breaks
         raw[at] = ord("0") if raw[at] != ord("0") else ord("1")
         bad.write_bytes(bytes(raw))
+        empty = tmp_path / "empty.tar"  # was http.request over HTTP, archive.layout locally
+        empty.write_bytes(b"")
         for args in (
+            ["--json", "archive", "import", str(empty)],
             ["--json", "archive", "import", str(bad)],
             ["archive", "import", str(tmp_path / "missing.tar")],
             ["--json", "archive", "import", "--max-bytes", "10", str(a)],

@@ -525,6 +525,28 @@ def test_store_urls_with_credentials_or_queries_are_refused(url):
     assert exc.value.code == "store.url" and "pw" not in str(exc.value)
 
 
+@pytest.mark.parametrize(
+    "url", ["http://u:pw@h.test:99999", "http://u:pw@[::1", "http://u:pw@h.test:x/"]
+)
+def test_store_urls_that_do_not_parse_are_store_url(url):
+    # urllib raised ValueError: a traceback out of evstore --store http://h:99999 ls
+    with pytest.raises(evstore.StoreStateError) as exc:
+        evstore.open(url, token="t")
+    assert exc.value.code == "store.url" and "pw" not in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    "token", [TOKEN + "\r\nX-Evil: 1", TOKEN + "\udcff", TOKEN + "\xe9", "a b"]
+)
+def test_a_token_no_header_can_carry_is_refused_without_echoing_it(token):
+    # httpx raised UnicodeEncodeError for a non-ASCII token, and for a line break answered
+    # remote.protocol with the whole Authorization header (the token) in its message
+    with pytest.raises(evstore.EvstoreError) as exc:
+        evstore.open("http://h.test:1", token=token)
+    assert exc.value.code == "input.invalid"
+    assert TOKEN not in json.dumps(exc.value.to_dict())
+
+
 def test_open_dispatches_on_the_scheme(tmp_path):
     with evstore.open("HTTPS://h.test:1/a/", token="t") as s:
         assert isinstance(s, evstore.RemoteStore) and s.url == "https://h.test:1/a"

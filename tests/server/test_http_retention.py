@@ -52,6 +52,12 @@ def test_writes_root_under_the_body_or_query_root(served_any, store_url):
         assert _code(c.put("/v1/objects", content=b"x", params={"root": ".bad"}), 400) == (
             "root.name"
         )
+        for bad in ("ok\n", "run-7\n"):  # "$" matched before a final newline
+            assert _code(c.put("/v1/objects", content=b"x", params={"root": bad}), 400) == (
+                "root.name"
+            )
+            doc_bad = {**doc, "root": bad}
+            assert _code(c.post("/v1/ingest", json=doc_bad), 400) == "root.name"
     assert {"run-7", "put/1", "bundle-1", "default"} <= set(found)
     with evstore.open(store_url) as store:
         held = {e["address"] for e in store.retention.entries("run-7")}

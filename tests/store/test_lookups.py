@@ -210,6 +210,14 @@ def test_nul_in_a_lookup_value_is_refused_alike(store, name):
     assert info.value.code == "input.invalid"
 
 
+@pytest.mark.parametrize("name", ["a\x00", "\x00", "run\x00", "a\udcff"])
+def test_nul_or_surrogate_in_a_lookup_name_is_refused_alike(store, name):
+    # PostgreSQL answered store.database (HTTP 500) and SQLite an empty list.
+    with pytest.raises(evstore.EvstoreError) as info:
+        store.find(name, "b")
+    assert info.value.code == "input.invalid"
+
+
 def test_nul_in_an_attribute_write_is_refused_alike(store, snapshot):
     def write() -> None:
         store.transaction(

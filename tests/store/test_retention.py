@@ -206,6 +206,11 @@ def test_retain_again_changes_until_and_explicit_time_is_accepted(s):
     ("call", "code"),
     [
         (lambda st, a: st.retention.retain([a], "bad name"), "root.name"),
+        # "$" of the name's pattern matched before a final newline: "ok\n" was a root.
+        (lambda st, a: st.retention.retain([a], "ok\n"), "root.name"),
+        (lambda st, a: st.retention.release("ok\n"), "root.name"),
+        (lambda st, a: st.retention.retain([a], "\udcff"), "root.name"),
+        (lambda st, a: st.retention.retain([a], 7), "root.name"),  # type: ignore[arg-type]
         (lambda st, a: st.retention.retain([a], "r", until="soonish"), "input.invalid"),
         (lambda st, a: st.retention.retain([a], "r", until="\u0663d"), "input.invalid"),
         (lambda st, a: st.retention.retain([a], "r", until="\u0662027-01-01"), "input.invalid"),
