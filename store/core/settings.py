@@ -26,12 +26,16 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Setting:
-    """A declared setting: its ``name``, Python ``type`` (bool, int, str or list), default, help."""
+    """A declared setting: its ``name``, Python ``type`` (bool, int, str or list), default, help.
+
+    ``minimum``: the smallest value an int setting takes (None: no bound).
+    """
 
     name: str
     type: type
     default: Any
     help: str
+    minimum: int | None = None
 
 
 SETTINGS: dict[str, Setting] = {
@@ -52,6 +56,7 @@ SETTINGS: dict[str, Setting] = {
             3600,
             "Seconds gc waits between deleting a blob's row and deleting its bytes from the "
             "blob backend (a put of the same bytes meanwhile cancels the deletion).",
+            minimum=0,
         ),
         Setting(
             "blobs.orphan_grace_seconds",
@@ -60,6 +65,7 @@ SETTINGS: dict[str, Setting] = {
             "Seconds an object in a blob backend that no row names is left alone before check "
             "reports it and gc deletes it: longer than the slowest upload (a put uploads its "
             "bytes before its row commits).",
+            minimum=0,
         ),
         Setting(
             "blobs.timeout_seconds",
@@ -68,12 +74,14 @@ SETTINGS: dict[str, Setting] = {
             "Seconds an S3 blob backend may take to connect, and to send the next bytes of an "
             "answer, before the request is retried; a hung object server is blobs.unreachable "
             "(retryable) after about twice this.",
+            minimum=1,
         ),
         Setting(
             "blobs.inline_max",
             int,
             1 << 20,
             "Blobs up to this many bytes stay in the database whatever blobs.backend says.",
+            minimum=0,
         ),
         Setting(
             "fragments.revision_extension_keys",
@@ -92,6 +100,7 @@ SETTINGS: dict[str, Setting] = {
             "missing request with an ingest token). 0: no lease (objects are collectable as "
             "soon as no root reaches them). Setting it also shortens the leases already taken "
             "to end at most that many seconds from now.",
+            minimum=0,
         ),
         Setting(
             "log.key_file",
@@ -173,7 +182,16 @@ def check_setting_value(name: str, value: Any) -> Any:
         raise InputError(
             f"setting {name} takes a {s.type.__name__}, not {value!r}", code="config.value"
         )
+    _at_least(s, value)
     return list(dict.fromkeys(value)) if s.type is list else value
+
+
+def _at_least(s: Setting, value: Any) -> None:
+    """Refuse an int below the setting's minimum (``config.value``)."""
+    if s.minimum is not None and value < s.minimum:
+        raise InputError(
+            f"setting {s.name} takes at least {s.minimum}, not {value!r}", code="config.value"
+        )
 
 
 def decode_stored(name: str, raw: Any) -> Any:
@@ -228,9 +246,12 @@ def parse_setting_value(name: str, text: str) -> Any:
             return False
     elif s.type is int:
         try:
-            return int(t)
+            number = int(t)
         except ValueError:
             pass
+        else:
+            _at_least(s, number)
+            return number
     elif s.type is list:
         if t.startswith(("[", "{")):
             try:

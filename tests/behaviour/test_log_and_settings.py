@@ -57,3 +57,20 @@ def test_settings_read_and_written_as_locally(any_store, reference):
     assert any_store.set_config("gc.lease-seconds", "4000") == 4000
     assert any_store.config("gc.lease-seconds") == {"gc.lease-seconds": 4000}
     assert any_store.set_config("gc.lease-seconds", 3600) == 3600
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("gc.lease-seconds", "-1"),
+        ("gc.lease-seconds", -1),
+        ("blobs.timeout_seconds", "0"),
+        ("blobs.inline_max", -5),
+        ("blobs.deletion_delay_seconds", "-3600"),
+    ],
+)
+def test_a_setting_below_its_minimum_is_refused_and_not_written(any_store, name, value):
+    before = any_store.config(name)
+    err = _error(lambda: any_store.set_config(name, value))
+    assert err["code"] == "config.value" and "at least" in err["message"]
+    assert any_store.config(name) == before
