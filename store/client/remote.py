@@ -232,6 +232,10 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
         if isinstance(data, (bytes, bytearray, memoryview)):
             raw = bytes(data)
             return self._put(digest_bytes(raw), lambda: raw)
+        if not hasattr(data, "read"):
+            raise error(
+                "input.invalid", f"put takes bytes or a binary stream, not a {type(data).__name__}"
+            )
         seekable = False
         with contextlib.suppress(AttributeError, OSError, ValueError):
             seekable = bool(data.seekable())  # type: ignore[union-attr]

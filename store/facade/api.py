@@ -268,10 +268,15 @@ class Store:
 
         Raises:
             InputError: ``put.digest-mismatch`` (``expect`` not met; nothing stored),
-                ``ref.syntax``. StoreStateError: ``store.busy`` as above; store errors.
+                ``ref.syntax``, ``input.invalid`` (``data`` neither bytes nor a stream).
+                StoreStateError: ``store.busy`` as above; store errors.
         """
         self._live()
         wanted = parse_ref(expect) if expect is not None else None
+        if not isinstance(data, (bytes, bytearray, memoryview)) and not hasattr(data, "read"):
+            raise error(
+                "input.invalid", f"put takes bytes or a binary stream, not a {type(data).__name__}"
+            )
 
         if isinstance(data, (bytes, bytearray, memoryview)):
             raw = bytes(data)

@@ -308,3 +308,12 @@ def test_paths_of_the_examples_ingest_alike(any_store):
     report = any_store.ingest(path)
     want = evstore.digest_bytes(evstore.dumps(json.loads(path.read_bytes())))
     assert [r.digest for r in report.results] == [want]
+
+
+@pytest.mark.parametrize("data", ["text", 5, None, ["a list"]])
+def test_put_of_neither_bytes_nor_a_stream_is_input_invalid(any_store, data):
+    before = any_store.log.status()["size"] + any_store.log.status()["pending"]
+    with pytest.raises(evstore.EvstoreError) as exc:
+        any_store.put(data)
+    assert exc.value.code == "input.invalid" and type(data).__name__ in exc.value.message
+    assert any_store.log.status()["size"] + any_store.log.status()["pending"] == before
