@@ -161,6 +161,9 @@ def rebuild_error(fault: dict[str, Any], status: int = 0) -> EvstoreError:
     )
 
 
+#: Said with ``http.route`` for a route every store serves: the URL names no store.
+_NO_STORE = "no evstore store is served at {url}; a server of named stores serves each at /NAME"
+
 #: Transport failures that mean the request never reached the server (safe to resend).
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
@@ -372,8 +375,11 @@ class Http:
             faults = doc.get("errors")
             first = faults[0] if isinstance(faults, list) and faults else None
             if isinstance(first, dict) and first.get("code") == doc["code"]:
-                return rebuild_error({**doc, **first}, status)
-            return rebuild_error(doc, status)
+                doc = {**doc, **first}
+            err = rebuild_error(doc, status)
+            if err.code == "http.route" and path.startswith("v1/"):  # every store has it
+                err.message = f"{err.message} ({_NO_STORE.format(url=self.url)})"
+            return err
         if status in (401, 403):
             return error(
                 "remote.auth",

@@ -291,7 +291,9 @@ def test_named_stores_are_reached_by_their_prefix(store_url, tmp_path):
         assert got.stdout == b"named\n"
         out = ev("--store", url + "/nope", "--json", "stat", MISSING, token=token)
         assert out.returncode == 1
-        assert json.loads(out.stdout)["error"]["code"] == "http.route"
+        fault = json.loads(out.stdout)["error"]
+        assert fault["code"] == "http.route"
+        assert f"no evstore store is served at {url}/nope" in fault["message"]
     finally:
         stop_server(proc)
 

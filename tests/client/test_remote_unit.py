@@ -873,3 +873,25 @@ def test_witness_calls_are_remote_unsupported(call, args):
     with pytest.raises(evstore.StoreStateError) as exc:
         getattr(store.log, call)(*args)
     assert exc.value.code == "remote.unsupported" and sent == []
+
+
+def test_a_url_that_names_no_store_says_so():
+    # A server of named stores answers http.route at its root: the client says why.
+    body = {
+        "type": "about:blank",
+        "title": "Not Found",
+        "status": 404,
+        "code": "http.route",
+        "family": "not-found",
+        "message": "no route GET /v1/artifacts",
+        "rule": "",
+        "pointer": "",
+    }
+    store, _ = remote(
+        Script(httpx.Response(404, json=body, headers={"Content-Type": "application/problem+json"}))
+    )
+    with pytest.raises(evstore.NotFound) as exc:
+        store.ls()
+    assert exc.value.code == "http.route"
+    assert f"no evstore store is served at {URL}" in exc.value.message
+    assert "/NAME" in exc.value.message and TOKEN not in str(exc.value)
