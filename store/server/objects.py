@@ -216,10 +216,11 @@ def object_response(
     if wanted is not None and if_range is not None and if_range.strip() != etag:
         wanted = None  # the client's copy is of other bytes: send the whole object
     if wanted == _UNSATISFIABLE:
+        asked = request.headers.get("range") or ""
+        why = "" if asked.isascii() else " (a range is ASCII digits: RFC 9110 section 14.1.1)"
         err = error(
             "http.range",
-            f"no byte of the range {(request.headers.get('range') or '')[:80]!r} is in this "
-            f"{size}-byte object (a range is ASCII digits: RFC 9110 section 14.1.1)",
+            f"no byte of the range {asked[:80]!r} is in this {size}-byte object{why}",
             size=size,
         )
         return problem(err, 416, headers={"Content-Range": f"bytes */{size}"})

@@ -70,7 +70,10 @@ def test_a_range_of_odd_digits_is_a_416_problem(served, spec):
         assert r.getheader("x-content-type-options") == "nosniff"
         if method == "GET":
             assert r.getheader("content-type") == "application/problem+json"
-            assert json.loads(r.body)["code"] == "http.range"
+            fault = json.loads(r.body)
+            assert fault["code"] == "http.range"
+            # the note on digits only where the header has other than ASCII
+            assert ("ASCII digits" in fault["detail"]) == (not spec.isascii())
 
 
 def test_a_range_with_thousands_of_digits_is_read_without_a_500(served):
