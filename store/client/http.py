@@ -202,10 +202,21 @@ class Http:
                 "the token is not a bearer token (printable ASCII, no spaces or line breaks)",
             )
         if not parts.hostname or parts.query or parts.fragment or parts.username:
+            given = [
+                what
+                for what, there in (
+                    ("no host", not parts.hostname),
+                    ("a user part (USER@, not shown)", parts.username),
+                    ("a query", parts.query),
+                    ("a fragment", parts.fragment),
+                )
+                if there
+            ]
             raise error(
                 "store.url",
-                f"{display_url(url)} is not a store URL: http(s)://HOST[:PORT][/NAME], no "
-                "user, query or fragment (a token goes in EVSTORE_TOKEN)",
+                f"{display_url(url)} is not a store URL ({', '.join(given)}): "
+                "http(s)://HOST[:PORT][/NAME], no user, query or fragment (a token goes in "
+                "EVSTORE_TOKEN)",
             )
         self.url = display_url(url)
         headers = {"User-Agent": "evstore"}

@@ -517,12 +517,20 @@ def test_schema_commands_are_remote_unsupported(fn):
 
 
 @pytest.mark.parametrize(
-    "url", ["http://user:pw@h:1/x", "http://h:1/x?token=a", "http:///x", "https://h/#f"]
+    ("url", "said"),
+    [
+        ("http://user:pw@h:1/x", "a user part"),
+        ("http://h:1/x?token=a", "a query"),
+        ("http:///x", "no host"),
+        ("https://h/#f", "a fragment"),
+    ],
 )
-def test_store_urls_with_credentials_or_queries_are_refused(url):
+def test_store_urls_with_credentials_or_queries_are_refused(url, said):
     with pytest.raises(evstore.StoreStateError) as exc:
         evstore.open(url)
     assert exc.value.code == "store.url" and "pw" not in str(exc.value)
+    assert "user" not in str(exc.value).split(" is not")[0]  # the URL shown has no user part
+    assert f"({said}" in exc.value.message  # which part made it no store URL
 
 
 @pytest.mark.parametrize(
