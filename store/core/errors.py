@@ -76,11 +76,13 @@ def pointer_phrase(pointer: str) -> str:
     return f"at {pointer}" if pointer else "at the document root"
 
 
-def _about_request(code: str) -> bool:
-    """True for an HTTP fault about the request itself (its token, route, size, time), not
-    about a JSON document: ``http.*`` but ``http.request`` (whose pointer is into the body).
+def _about_no_document(code: str) -> bool:
+    """True for a code whose faults are about no JSON document, so an empty pointer names no
+    place: an HTTP fault about the request itself (its token, route, size, time: ``http.*``
+    but ``http.request``, whose pointer is into the body) and the log's key files
+    (``log.key-*``: a file of key text, no document).
     """  # noqa: D205
-    return code.startswith("http.") and code != "http.request"
+    return (code.startswith("http.") and code != "http.request") or code.startswith("log.key")
 
 
 def join_pointer(base: str, *tokens: str | int) -> str:
@@ -153,7 +155,7 @@ class EvstoreError(Exception):
     def __str__(self) -> str:
         # "" is the whole document (RFC 6901), never "/" (the member named ""); errors that are
         # not about a document (no rule, or a ref given on its own) name no place.
-        whole = self.rule and self.about_document and not _about_request(self.code)
+        whole = self.rule and self.about_document and not _about_no_document(self.code)
         where = f" {pointer_phrase(self.pointer)}" if self.pointer or whole else ""
         src = f"{self.path}: " if self.path else ""
         return f"{src}{self.code}{where}: {self.message}"
@@ -212,6 +214,7 @@ class StoreStateError(EvstoreError):
 
     family = "store"
     default_code = "store.state"
+    about_document = False  # the store's state: no place unless a pointer is set
 
 
 # ---------------------------------------------------------------------------------------

@@ -22,3 +22,18 @@ def test_a_bad_ref_inside_a_document_still_names_its_place():
     err = ei.value
     err.pointer = "/items/0/ref"
     assert str(err).startswith("ref.syntax at /items/0/ref: 'blake3:zz' is not a content ref")
+
+
+def test_errors_about_no_document_name_no_place():
+    # The log's key file and the store's state are no JSON document: an empty pointer says
+    # nothing there; a contract fault keeps "at the document root".
+    import evstore
+    from evstore.core.errors import error
+
+    key = error("log.key-file", "cannot read k.key: No such file or directory", path="k.key")
+    assert str(key) == "k.key: log.key-file: cannot read k.key: No such file or directory"
+    state = evstore.StoreStateError("the log has a key already", code="log.key-exists")
+    assert str(state) == "log.key-exists: the log has a key already"
+    assert str(error("manifest.schema", "x is required")).startswith(
+        "manifest.schema at the document root"
+    )
