@@ -12,8 +12,7 @@ discarded. A put sends the digest it computed (``?expect=``) and checks the one 
 reports. Refs are parsed before anything is sent, so a malformed ref fails as it does
 locally (``ref.syntax``), without a request.
 
-What only makes sense beside the database (transactions, check for now) raises
-``remote.unsupported``.
+What only makes sense beside the database (a transaction) raises ``remote.unsupported``.
 """
 
 from __future__ import annotations
@@ -35,14 +34,7 @@ from ..core.digests import Digest, Hasher, digest_bytes
 from ..core.documents import as_documents
 from ..core.errors import EvstoreError, error
 from ..core.refs import ContentRef, parse_ref, parse_refs
-from ..core.results import (
-    ArtifactInfo,
-    ArtifactResult,
-    Document,
-    IngestReport,
-    PutResult,
-    Warning_,
-)
+from ..core.results import ArtifactInfo, ArtifactResult, Document, IngestReport, PutResult, Warning_
 from .admin import RemoteAdmin
 from .archives import RemoteArchives
 from .http import DEFAULT_TIMEOUT, Http, RetryPolicy, rebuild_error, unsupported
@@ -232,10 +224,9 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
         if isinstance(data, (bytes, bytearray, memoryview)):
             raw = bytes(data)
             return self._put(digest_bytes(raw), lambda: raw)
-        if not hasattr(data, "read"):
-            raise error(
-                "input.invalid", f"put takes bytes or a binary stream, not a {type(data).__name__}"
-            )
+        if not hasattr(data, "read"):  # neither bytes nor a stream, as Store.put refuses
+            kind = type(data).__name__
+            raise error("input.invalid", f"put takes bytes or a binary stream, not a {kind}")
         seekable = False
         with contextlib.suppress(AttributeError, OSError, ValueError):
             seekable = bool(data.seekable())  # type: ignore[union-attr]
