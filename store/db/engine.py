@@ -342,11 +342,6 @@ class Database:
             self.engine = sa.create_engine(
                 self.url, pool_pre_ping=True, connect_args={"prepare_threshold": None}
             )
-        # A connection still checked out when dispose() runs goes back to a pool the engine
-        # no longer holds: closed there, never left to the garbage collector (psycopg warns
-        # of a connection deleted while open, at whatever moment the collector runs).
-        self._disposed = [False]
-        event.listen(self.engine, "checkin", lambda dbapi, rec, d=self._disposed: _late(rec, d))
 
     # -- the store file's identity (SQLite) ------------------------------------------------
     def check_identity(self) -> None:
@@ -702,16 +697,21 @@ class Database:
             with contextlib.suppress(*database_errors()):
                 raw.close()
         self._point = threading.local()
-        self._disposed[0] = True
+        # A connection still checked out now goes back to a pool the engine no longer holds:
+        # closed there, never left to the garbage collector (psycopg warns of a connection
+        # deleted while open, at whatever moment the collector runs). Listened for from here
+        # on only: a live store's checkins pay nothing.
+        if not event.contains(self.engine.pool, "checkin", _late):
+            event.listen(self.engine.pool, "checkin", _late)
         self.engine.dispose()
 
 
-def _late(record: Any, disposed: list[bool]) -> None:
+def _late(dbapi_connection: Any, record: Any) -> None:
     """Close a connection checked in after :meth:`Database.dispose` (the checkin event).
 
     Invalidated, not only closed: were its pool ever used again, it would reconnect.
     """
-    if disposed[0] and record.dbapi_connection is not None:
+    if dbapi_connection is not None and record.dbapi_connection is not None:
         with contextlib.suppress(Exception):
             record.invalidate()
 
