@@ -9,7 +9,7 @@ distribution's storage-driver test suites are the model).
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -68,6 +68,15 @@ class BlobBackend(Protocol):
         """Store ``data`` under ``key``: visible whole or not at all."""
         ...
 
+    def put_chunks(self, key: str, chunks: Iterable[bytes]) -> None:
+        """Store the bytes ``chunks`` yields, in order, under ``key``: visible whole or not at
+        all. An exception raised by ``chunks`` (an :class:`EvstoreError` such as
+        ``input.changed``) propagates unchanged and leaves the key as it was: the object is
+        made visible only after ``chunks`` has ended (S3: the multipart upload is completed
+        only then; a directory: the rename happens only then).
+        """  # noqa: D205
+        ...
+
     def create_bytes(self, key: str, data: bytes) -> bool:
         """Store ``data`` under ``key`` only if no object has that key (atomically: of two
         racing calls one wins); True when this call made it.
@@ -82,8 +91,11 @@ class BlobBackend(Protocol):
         """
         ...
 
-    def iter_chunks(self, key: str) -> Iterator[bytes]:
-        """The whole object, streamed in chunks of about :data:`CHUNK` bytes.
+    def iter_chunks(self, key: str, size: int = CHUNK) -> Iterator[bytes]:
+        """The whole object, streamed in chunks of about ``size`` bytes.
+
+        :data:`CHUNK` unless asked; a reader that writes each chunk somewhere asks for
+        larger ones.
 
         Raises:
             CorruptionError: ``corruption.blob-missing`` when no object has that key.

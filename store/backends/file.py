@@ -12,8 +12,9 @@ import datetime as _dt
 import os
 import secrets
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from ..core.errors import EvstoreError, error
 from .base import CHUNK, Listed, missing
@@ -99,6 +100,18 @@ class FileBackend:
         """Store ``data`` under ``key`` (temporary file, fsync, rename)."""
         self._write(key, lambda out: out.write(data))  # type: ignore[attr-defined]
 
+    def put_chunks(self, key: str, chunks: Iterable[bytes]) -> None:
+        """Store the bytes ``chunks`` yields under ``key`` (temporary file, fsync, rename once
+        ``chunks`` has ended); an exception of ``chunks`` propagates and leaves the key as it
+        was (the temporary file is removed).
+        """  # noqa: D205
+
+        def fill(out: BinaryIO) -> None:
+            for chunk in chunks:
+                out.write(chunk)
+
+        self._write(key, fill)
+
     def create_bytes(self, key: str, data: bytes) -> bool:
         """Store ``data`` under ``key`` unless it exists (hard link of a temporary file, which
         fails when the name exists); True when made here.
@@ -117,21 +130,21 @@ class FileBackend:
         except OSError as exc:
             raise self._fault(f"read {key}", exc) from None
 
-    def iter_chunks(self, key: str) -> Iterator[bytes]:
-        """The whole object in chunks of :data:`~evstore.backends.base.CHUNK` bytes."""
+    def iter_chunks(self, key: str, size: int = CHUNK) -> Iterator[bytes]:
+        """The whole object in chunks of ``size`` bytes (the last one shorter)."""
         try:
             f = open(self._path(key), "rb")
         except FileNotFoundError:
             raise missing(self.spec, key) from None
         except OSError as exc:
             raise self._fault(f"read {key}", exc) from None
-        return self._chunks(f, key)
+        return self._chunks(f, key, size)
 
-    def _chunks(self, f: object, key: str) -> Iterator[bytes]:
+    def _chunks(self, f: object, key: str, size: int) -> Iterator[bytes]:
         with f:  # type: ignore[attr-defined]
             while True:
                 try:
-                    b = f.read(CHUNK)  # type: ignore[attr-defined]
+                    b = f.read(size)  # type: ignore[attr-defined]
                 except OSError as exc:
                     raise self._fault(f"read {key}", exc) from None
                 if not b:

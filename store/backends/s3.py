@@ -13,7 +13,7 @@ multipart uploads the server completes atomically: a key holds a whole object or
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from ..core.errors import EvstoreError, error
@@ -35,6 +35,9 @@ _RETRY = {
     "retry_timeout": _dt.timedelta(seconds=10),
 }
 
+
+#: Bytes of each part of a multipart upload (S3's minimum part is 5 MiB).
+UPLOAD_PART = 8 * CHUNK
 
 #: ``blobs.timeout_seconds``' default: seconds to connect, and between two reads of an answer.
 DEFAULT_TIMEOUT = 5.0
@@ -124,9 +127,34 @@ class S3Backend:
 
         with open(path, "rb") as src:
             try:
-                obstore.put(self._store, key, src, chunk_size=8 * CHUNK)
+                obstore.put(self._store, key, src, chunk_size=UPLOAD_PART)
             except Exception as exc:  # obstore's errors, typed here
                 raise self._fault(f"upload {key}", exc) from None
+
+    def put_chunks(self, key: str, chunks: Iterable[bytes]) -> None:
+        """Upload the bytes ``chunks`` yields under ``key`` (a multipart upload of
+        :data:`UPLOAD_PART` parts, completed only after ``chunks`` has ended). An exception
+        raised by ``chunks`` propagates unchanged: the upload is never completed, so the key
+        keeps whatever it held (the parts sent are left to the bucket's lifecycle rule for
+        incomplete uploads, as after a crash).
+        """  # noqa: D205
+        import obstore
+
+        raised: list[BaseException] = []
+
+        def feed() -> Iterator[bytes]:
+            try:
+                yield from chunks
+            except BaseException as exc:  # the caller's own error, raised again below
+                raised.append(exc)
+                raise
+
+        try:
+            obstore.put(self._store, key, feed(), chunk_size=UPLOAD_PART)
+        except Exception as exc:
+            if raised:
+                raise raised[0] from None
+            raise self._fault(f"upload {key}", exc) from None
 
     def put_bytes(self, key: str, data: bytes) -> None:
         """Upload ``data`` under ``key`` (one PUT)."""
@@ -172,8 +200,8 @@ class S3Backend:
                 return b""
             raise self._fault(f"read {key}", exc) from None
 
-    def iter_chunks(self, key: str) -> Iterator[bytes]:
-        """The whole object, streamed (about :data:`~evstore.backends.base.CHUNK` at a time)."""
+    def iter_chunks(self, key: str, size: int = CHUNK) -> Iterator[bytes]:
+        """The whole object, streamed (chunks of at least ``size`` bytes but the last)."""
         import obstore
 
         try:
@@ -182,11 +210,11 @@ class S3Backend:
             raise missing(self.spec, key) from None
         except Exception as exc:
             raise self._fault(f"read {key}", exc) from None
-        return self._chunks(result, key)
+        return self._chunks(result, key, size)
 
-    def _chunks(self, result: Any, key: str) -> Iterator[bytes]:
+    def _chunks(self, result: Any, key: str, size: int) -> Iterator[bytes]:
         try:
-            for chunk in result.stream(min_chunk_size=CHUNK):
+            for chunk in result.stream(min_chunk_size=size):
                 yield bytes(chunk)
         except Exception as exc:
             raise self._fault(f"read {key}", exc) from None

@@ -71,6 +71,8 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("input.invalid", "input", "",
      "an argument or input value is not acceptable (the message says which)"),
     ("input.unreadable", "input", "", "an input file cannot be read"),
+    ("input.changed", "input", "",
+     "an input file changed while it was being stored; nothing was stored (put it again)"),
     ("input.unused-content", "input", "",
      "bytes supplied with the command (--content, --source) are used by no document"),
     ("input.argument-encoding", "input", "", "a command-line argument is not valid UTF-8"),

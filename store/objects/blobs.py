@@ -31,7 +31,7 @@ from ..core.refs import ContentRef
 from ..core.results import PutResult
 from ..db.engine import driver_rows
 from ..db.tables import blob_chunks, blobs
-from . import external
+from . import external, file_sources
 from .blob_inserts import copy_blobs, sqlite_insert_blobs
 from .leases import note_blobs
 from .log_entries import append_entry, append_puts
@@ -133,7 +133,8 @@ def iter_stored(conn: Connection, address: str) -> Iterator[bytes]:
     return _iter_raw(conn, address)
 
 
-def _iter_raw(conn: Connection, address: str) -> Iterator[bytes]:
+def _iter_raw(conn: Connection, address: str, piece: int = CHUNK_SIZE) -> Iterator[bytes]:
+    """:func:`iter_stored`; a backend's object in chunks of about ``piece`` bytes."""
     r = conn.execute(
         sa.select(blobs.c.data, blobs.c.chunk_set, blobs.c.stored_in).where(
             blobs.c.address == address
@@ -142,7 +143,7 @@ def _iter_raw(conn: Connection, address: str) -> Iterator[bytes]:
     if r is None:
         raise NotFound(f"no blob blake3:{address}", code="not-found.blob")
     if r.stored_in is not None:
-        yield from external.iter_external(r.stored_in, address, conn)
+        yield from external.iter_external(r.stored_in, address, conn, size=piece)
         return
     if r.chunk_set is None:
         yield b"" if r.data is None else as_bytes(r.data, address)
@@ -261,10 +262,38 @@ def iter_verified(conn: Connection, row: BlobRow) -> Iterator[bytes]:
     if row.chunk_set is None:
         yield read_verified(conn, row)
         return
+    if row.chunk_set == external.EXTERNAL:
+        yield from _iter_spooled(conn, row)
+        return
     err = verify_stored(conn, row)
     if err is not None:
         raise err
     yield from _iter_raw(conn, row.digest.blake3)
+
+
+def _iter_spooled(conn: Connection, row: BlobRow) -> Iterator[bytes]:
+    """:func:`iter_verified` of bytes in a blob backend: one download, written to a local
+    temporary file while hashed, verified, then streamed from that file.
+
+    A backend object is outside the read's snapshot: read twice (verify, then stream), the
+    second read could give other bytes than the first verified (an object overwritten in
+    between), and it would cost a second download. The spool (``$TMPDIR``, removed when the
+    iterator ends or is closed) holds the blob's size on disk; memory stays at one chunk
+    (:data:`~.file_sources.PIECE` bytes: larger chunks halve the per-chunk cost of the
+    write beside the two hashes, docs/benchmarks.md).
+    """  # noqa: D205
+    address = row.digest.blake3
+    h = Hasher()
+    with tempfile.TemporaryFile(prefix="evstore-read-") as spool:
+        for chunk in _iter_raw(conn, address, file_sources.PIECE):
+            h.submit(chunk)  # hashed in workers while it is written
+            spool.write(chunk)
+        err = compare_digest(row, h.digest())
+        if err is not None:
+            raise err
+        spool.seek(0)
+        while piece := spool.read(CHUNK_SIZE):
+            yield piece
 
 
 def iter_checked(conn: Connection, row: BlobRow) -> Iterator[bytes]:
@@ -521,6 +550,9 @@ def put_stream(conn: Connection, stream: BinaryIO | Iterable[bytes]) -> PutResul
     The bytes are hashed and written in one pass, :data:`CHUNK_SIZE` at a time, so memory
     stays at about one chunk whatever the size; exactly the bytes hashed are the bytes stored.
     """
+    where = external.target(conn)
+    if where is not None and file_sources.regular_file(stream):
+        return _put_file_external(conn, stream, where)  # type: ignore[arg-type]
     chunks: Iterable[bytes]
     if hasattr(stream, "read"):
         reader: Any = stream
@@ -535,7 +567,6 @@ def put_stream(conn: Connection, stream: BinaryIO | Iterable[bytes]) -> PutResul
         chunks = _gen()
     else:
         chunks = stream
-    where = external.target(conn)
     if where is not None:
         return _put_stream_external(conn, chunks, where)
     h = Hasher()
@@ -636,11 +667,29 @@ def _put_stream_external(
         return _put_external(conn, where, dg, spool.name, None, True)
 
 
+def _put_file_external(conn: Connection, stream: BinaryIO, where: external.Target) -> PutResult:
+    """:func:`put_stream` of an open regular file for a store with a blob backend: a file
+    of up to :data:`~.file_sources.PIECE` bytes is read into memory and stored as bytes;
+    a larger one is hashed in a first read and uploaded from a second, checked read
+    (:class:`~.file_sources.FileSource`: no local copy; ``input.changed`` if it changed).
+    """  # noqa: D205
+    start = stream.tell()
+    head = file_sources.read_up_to(stream, file_sources.PIECE + 1)
+    if len(head) <= file_sources.PIECE:
+        return put_many(conn, [head])[0]
+    h = Hasher()
+    h.submit(head)
+    while piece := file_sources.read_up_to(stream, file_sources.PIECE):
+        h.submit(piece)  # hashed while the next piece is read
+    dg = h.digest()
+    return _put_external(conn, where, dg, file_sources.FileSource(stream, start, dg), None, True)
+
+
 def _put_external(
     conn: Connection,
     where: external.Target,
     dg: Digest,
-    path: str | None,
+    path: str | file_sources.FileSource | None,
     data: bytes | None,
     logged: bool,
 ) -> PutResult:
@@ -651,7 +700,7 @@ def _put_external(
 def _put_external_many(
     conn: Connection,
     where: external.Target,
-    entries: Sequence[tuple[Digest, str | None, bytes | None]],
+    entries: Sequence[tuple[Digest, str | file_sources.FileSource | None, bytes | None]],
     logged: Sequence[bool],
 ) -> list[PutResult]:
     """Store large blobs in the backend, then their rows (see external.py); one result per

@@ -36,7 +36,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..backends.base import BlobBackend, blob_key
+from ..backends.base import CHUNK, BlobBackend, blob_key
 from ..backends.spec import INLINE, open_backend, parse_spec, same_place
 from ..core.digests import Digest
 from ..core.errors import EvstoreError, error
@@ -44,6 +44,7 @@ from ..core.settings import setting
 from ..db.settings import load_settings
 from ..db.tables import blob_deletions, blobs
 from ..db.transactions import Transactions
+from .file_sources import FileSource
 
 __all__ = [
     "DRAIN_BATCH",
@@ -106,18 +107,20 @@ def upload(
     conn: Connection,
     where: Target,
     dg: Digest,
-    path: str | None,
+    path: str | FileSource | None,
     data: bytes | None,
 ) -> None:
     """Make the object of ``dg`` present in ``where`` before its row is written.
 
     Cancels a pending deletion of the key first (in ``conn``'s transaction), uploads the
-    local file ``path`` (or ``data``) whatever is there already (an object left by a failed
-    put may be damaged), and checks its size after.
+    local file ``path`` (a spool of ours), the :class:`~.file_sources.FileSource` (a
+    caller's file, read again and checked) or ``data``, whatever is there already (an
+    object left by a failed put may be damaged), and checks its size after.
 
     Raises:
         StoreStateError: ``blobs.unreachable`` (retryable), ``blobs.backend`` (the object
-            has another size after the upload).
+            has another size after the upload). InputError: ``input.changed`` from a
+            FileSource (nothing uploaded).
     """
     upload_many(conn, where, [(dg, path, data)])
 
@@ -125,9 +128,9 @@ def upload(
 def upload_many(
     conn: Connection,
     where: Target,
-    entries: Sequence[tuple[Digest, str | None, bytes | None]],
+    entries: Sequence[tuple[Digest, str | FileSource | None, bytes | None]],
 ) -> None:
-    """:func:`upload` of many blobs ``(digest, local file or None, bytes or None)``, before
+    """:func:`upload` of many blobs ``(digest, file or source or None, bytes or None)``, before
     their rows are written: the pending deletions of all their keys cancelled in one go (in
     ``conn``'s transaction, first), then the uploads and their stats run concurrently,
     :data:`UPLOADS_IN_FLIGHT` at a time, in threads that never touch ``conn``. Returns once
@@ -160,12 +163,16 @@ def upload_many(
         raise failed[0].exception()  # type: ignore[misc]
 
 
-def _upload_one(where: Target, dg: Digest, path: str | None, data: bytes | None) -> None:
+def _upload_one(
+    where: Target, dg: Digest, path: str | FileSource | None, data: bytes | None
+) -> None:
     """Upload one object (whatever is there already) and check its size after."""
     key = blob_key(dg.blake3)
     # Always uploaded: an object already there may be damaged, or be an orphan a collector
     # is about to delete; a fresh upload also makes it young again.
-    if path is not None:
+    if isinstance(path, FileSource):
+        where.backend.put_chunks(key, path.pieces())
+    elif path is not None:
         where.backend.put_file(key, path)
     else:
         assert data is not None
@@ -223,8 +230,12 @@ def probe_backend(text: str) -> str:
     return spec.text
 
 
-def iter_external(spec: str, address: str, conn: Connection | None = None) -> Iterator[bytes]:
-    """The stored bytes of ``address`` in the backend ``spec``, streamed (not verified).
+def iter_external(
+    spec: str, address: str, conn: Connection | None = None, *, size: int = CHUNK
+) -> Iterator[bytes]:
+    """The stored bytes of ``address`` in the backend ``spec``, streamed, not verified.
+
+    Chunks are of about ``size`` bytes.
 
     ``conn``: the reading transaction, whose ``blobs.timeout_seconds`` applies (None: the
     setting's default).
@@ -235,7 +246,7 @@ def iter_external(spec: str, address: str, conn: Connection | None = None) -> It
     timeout = None
     if conn is not None:
         timeout = float(setting(load_settings(conn), "blobs.timeout_seconds"))
-    return open_backend(spec, timeout=timeout).iter_chunks(blob_key(address))
+    return open_backend(spec, timeout=timeout).iter_chunks(blob_key(address), size)
 
 
 def queue_deletions(conn: Connection, doomed: list[tuple[str, str]]) -> None:

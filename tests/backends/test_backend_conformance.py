@@ -75,6 +75,50 @@ def test_a_large_file_streams_in_chunks_and_ranges_cross_them(blob_backend, tmp_
         assert blob_backend.get_range(key, start, start + 10) == data[start : start + 10]
 
 
+def test_chunks_of_a_size_asked_for(blob_backend):
+    data = os.urandom(3 * CHUNK + 5)
+    key = blob_key("ee" * 32)
+    blob_backend.put_bytes(key, data)
+    chunks = list(blob_backend.iter_chunks(key, 2 * CHUNK))
+    assert b"".join(chunks) == data
+    assert all(len(c) >= 2 * CHUNK for c in chunks[:-1]) and len(chunks) <= 2
+
+
+@pytest.mark.parametrize("size", [10, 3 * CHUNK + 1, 17 * CHUNK + 3])  # one part, several
+def test_put_chunks_stores_what_the_iterable_yields(blob_backend, size):
+    data = os.urandom(size)
+    key = blob_key("dd" * 32)
+    pieces = (data[i : i + CHUNK + 1] for i in range(0, size, CHUNK + 1))
+    blob_backend.put_chunks(key, pieces)
+    assert blob_backend.stat(key) == size
+    assert b"".join(blob_backend.iter_chunks(key)) == data
+
+
+class _Refused(Exception):
+    pass
+
+
+@pytest.mark.parametrize("size", [10, 17 * CHUNK + 3])
+def test_put_chunks_that_raise_at_the_end_leave_the_key_as_it_was(blob_backend, size):
+    key = blob_key("dc" * 32)
+    fresh = blob_key("db" * 32)
+    blob_backend.put_bytes(key, b"the old object")
+
+    def pieces(refuse_at_end: bool):
+        data = os.urandom(size)
+        for i in range(0, size, 4 * CHUNK):
+            yield data[i : i + 4 * CHUNK]
+        if refuse_at_end:
+            raise _Refused("changed")
+
+    for k in (key, fresh):
+        with pytest.raises(_Refused):  # the iterable's own exception, unchanged
+            blob_backend.put_chunks(k, pieces(True))
+    assert b"".join(blob_backend.iter_chunks(key)) == b"the old object"
+    assert blob_backend.stat(fresh) is None
+    assert {x.key for x in blob_backend.list("")} == {key}
+
+
 def test_list_by_directory_prefix_and_delete(blob_backend):
     keys = {blob_key(f"{a}{b}" + "0" * 60) for a in ("aa", "bb") for b in ("01", "02")}
     for k in keys:
