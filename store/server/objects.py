@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import os
 import tempfile
 from collections.abc import Iterator
 from typing import Any, BinaryIO, cast
@@ -391,21 +392,29 @@ async def put_object(
     # Spooled, so a transaction retried on contention reads the same bytes again; the store
     # checks ``expect`` against what it is about to commit (Store.put), hashing once.
     spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_MAX)
+    file = cast(BinaryIO, spool)
     try:
         buf = bytearray()
+        size = 0
         async for chunk in request.stream():
             buf += chunk
             if len(buf) >= 1 << 20:
+                size += len(buf)
                 await run_in_threadpool(spool.write, bytes(buf))
                 buf.clear()
+        size += len(buf)
         await run_in_threadpool(spool.write, bytes(buf))
         await readmit(request, "ingest")  # revoked while the body arrived: refused
         spool.seek(0)
-        file = cast(BinaryIO, spool)
+        if size > SPOOL_MAX:  # on disk already: a plain file object over it, so that a blob
+            # backend store reads it twice instead of copying it (store/objects/file_sources.py)
+            file = os.fdopen(os.dup(spool.fileno()), "rb")
         result = await in_pool(  # the writes' own threads: reads keep theirs (issue 23)
             request, "write", rooted(request, root, lambda: one.store.put(file, expect=expect))
         )
     finally:
+        if file is not cast(BinaryIO, spool):
+            file.close()
         spool.close()
     out = result.digest.forms()
     out["new"] = result.new

@@ -178,3 +178,36 @@ def test_a_multipart_file_upload_at_the_real_piece_size(s, spec, tmp_path):
         res = s.put(f)
     with s.open_blob(res.digest.address) as (_, chunks):
         assert evstore.digest_bytes(b"".join(chunks)) == res.digest
+
+
+def test_a_large_http_put_is_uploaded_from_the_servers_own_spool(
+    store_url, spec, monkeypatch, tmp_path
+):
+    import sys
+    from pathlib import Path
+
+    import httpx
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
+    from serverkit import make_tokens, start_thread
+
+    with evstore.open(store_url) as st:
+        st.set_config("blobs.backend", spec)
+        st.set_config("blobs.inline_max", 1024)
+    token = make_tokens(store_url)["ingest"]
+    server = start_thread({None: store_url})
+    try:
+        big = os.urandom(9 << 20)  # over the server's in-memory limit (8 MiB): on disk
+        _no_spool(monkeypatch)  # the body's file is read twice, never copied again
+        headers = {"Authorization": f"Bearer {token}"}
+        r = httpx.put(f"{server.base}/v1/objects", content=big, headers=headers, timeout=120)
+        monkeypatch.undo()
+        assert r.status_code == 201, r.text
+        small = os.urandom(5000)  # held in memory by the server: spooled by the store
+        r2 = httpx.put(f"{server.base}/v1/objects", content=small, headers=headers, timeout=60)
+        assert r2.status_code == 201, r2.text
+    finally:
+        server.stop()
+    with evstore.open(store_url) as st:
+        assert st.get(r.json()["address"]) == big
+        assert st.get(r2.json()["address"]) == small
