@@ -49,6 +49,7 @@ from .faults import (
     translate,
 )
 from .revisions import head_revision, schema_revisions
+from .sqlite_setup import foreign_keys_pragma_off, sqlite_events
 
 __all__ = [
     "BEFORE_COMMIT",
@@ -296,6 +297,8 @@ class Database:
         # Point reads: one connection per thread (point_row), closed by dispose().
         self._point = threading.local()
         self._point_lock = threading.Lock()
+        # SQLite's writers of this process queue here (see run_transaction).
+        self._writer = threading.RLock()
         self._point_raws: list[tuple[Any, threading.Thread]] = []
         # A Database dropped without dispose() still closes its point-read connections: the
         # finalizer holds only their driver connections (never anything that refers back to
@@ -331,7 +334,7 @@ class Database:
                 )
             else:
                 self.engine = sa.create_engine(self.url, connect_args=connect_args)
-            _sqlite_events(self.engine, self)
+            sqlite_events(self.engine, self, BUSY_TIMEOUT_MS)
         else:
             # No server-side prepared statements: after five runs psycopg would prepare a
             # statement and PostgreSQL would keep a generic plan made while the tables were
@@ -479,7 +482,7 @@ class Database:
             yield
             return
         self.engine.dispose()
-        pragma = event.listens_for(self.engine, "connect")(_foreign_keys_pragma_off)
+        pragma = event.listens_for(self.engine, "connect")(foreign_keys_pragma_off)
         try:
             yield
         finally:
@@ -539,7 +542,7 @@ class Database:
         while True:
             attempt += 1
             try:
-                with self.engine.begin() as conn:
+                with self._queued(), self.engine.begin() as conn:
                     conn.info.pop(BEFORE_COMMIT, None)  # a failed attempt's leftovers
                     conn.info.pop(_COMMIT_HOOKS, None)
                     if serialize:
@@ -564,6 +567,30 @@ class Database:
                     time.sleep(_backoff(attempt))
                     continue
                 raise translate(exc, self.display_url) from exc
+
+    @contextlib.contextmanager
+    def _queued(self) -> Iterator[None]:
+        """On SQLite, hold this process's writer lock for one write transaction.
+
+        SQLite has one writer at a time; a ``BEGIN IMMEDIATE`` that finds the file locked
+        polls in its busy handler, sleeping 1 ms, then longer, up to 100 ms a time, so
+        several threads of one process writing at once (a server's write pool, ``ingest``
+        from threads) spent most of their time asleep while the lock was free (issue 29:
+        24 % of an ingest server's samples). Writers of this process wait on a lock instead
+        and start as soon as the previous one commits; other processes still meet the
+        busy handler. A wait longer than the busy timeout goes on without the lock (the
+        busy handler then decides, as before); a nested transaction of the same thread
+        passes (re-entrant). PostgreSQL: nothing.
+        """
+        if self.backend != "sqlite":
+            yield
+            return
+        held = self._writer.acquire(timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            yield
+        finally:
+            if held:
+                self._writer.release()
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Connection]:
@@ -727,64 +754,3 @@ def _close_points(drivers: set[Any]) -> None:
 #: Forks of this process so far (a child never uses its parent's point-read connections).
 _FORKS = [0]
 os.register_at_fork(after_in_child=lambda: _FORKS.__setitem__(0, _FORKS[0] + 1))
-
-
-def _sqlite_events(engine: Engine, db: Database) -> None:
-    """WAL, synchronous=NORMAL, busy timeout, and BEGIN IMMEDIATE for every transaction.
-
-    pysqlite's own transaction handling is turned off (isolation_level=None) so the BEGIN we
-    emit is the one that runs; this is the SQLAlchemy documented recipe for SQLite locking.
-    Every new connection, every BEGIN and every COMMIT first checks that the store file is
-    still the one this process opened (:meth:`Database.check_identity`).
-    """
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        db.check_identity()
-        dbapi_conn.isolation_level = None
-        cur = dbapi_conn.cursor()
-        cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        if not db.read_only:  # a read-only connection keeps the file's journal mode (WAL)
-            cur.execute("PRAGMA journal_mode = WAL")
-        cur.execute("PRAGMA synchronous = NORMAL")
-        cur.execute("PRAGMA foreign_keys = ON")
-        cur.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        try:
-            db.check_identity()
-        except StoreStateError:
-            _salvage_wal(conn)
-            raise
-        # Readers take a deferred (snapshot) transaction: under WAL they never block writers.
-        if conn.get_execution_options().get("evstore_read"):
-            conn.exec_driver_sql("BEGIN")
-        else:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-
-    @event.listens_for(engine, "commit")
-    def _on_commit(_conn: Connection) -> None:
-        # Before anything is acknowledged: a write into a deleted or replaced file is lost.
-        db.check_identity()
-
-
-def _foreign_keys_pragma_off(dbapi_conn: Any, _record: Any) -> None:
-    dbapi_conn.execute("PRAGMA foreign_keys = OFF")
-
-
-def _salvage_wal(conn: Connection) -> None:
-    """Move this connection's WAL frames into the file it opened, and empty the ``-wal`` file.
-
-    After the store file was replaced, the ``-wal`` file beside the path still holds this
-    process's frames, and SQLite would apply them to whatever file now has the name (another
-    store's content would vanish). A ``TRUNCATE`` checkpoint on a connection opened before
-    the replacement writes them into the old file and truncates the ``-wal`` file. Best
-    effort: a failure leaves the ``store.replaced`` error to speak.
-    """
-    raw = conn.connection.dbapi_connection
-    try:
-        if raw is not None:
-            raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-    except sqlite3.Error:
-        pass
