@@ -335,11 +335,75 @@ def loads(data: bytes | bytearray | memoryview | str, *, number_tokens: bool = F
             ``json.non-finite``, ``json.surrogate``, ``json.int-range``,
             ``json.number-range`` or ``json.depth``.
     """
-    return _checked(_decode(data, number_tokens))[0]
+    return _read(data, number_tokens)[0]
 
 
-def _decode(data: bytes | bytearray | memoryview | str, number_tokens: bool = False) -> Any:
-    """Text checks and the strict decoder (no tree walk)."""
+def _read(
+    data: bytes | bytearray | memoryview | str, number_tokens: bool = False
+) -> tuple[Any, bool]:
+    """``(value, simple)`` of :func:`loads` (``simple`` as :func:`_scan` returns it).
+
+    The fast reader first (:func:`_fast`); whatever it cannot vouch for, the strict reader
+    (:func:`_strict`) reads again from the text, so every refusal and every value is the
+    strict reader's.
+    """
+    text = _text(data)
+    read = _fast(text)
+    return read if read is not None else _strict(text, number_tokens)
+
+
+def _strict(text: str, number_tokens: bool = False) -> tuple[Any, bool]:
+    """The strict reader on decoded text: ``(value, simple)``; raises as :func:`loads`."""
+    return _checked(_decode_text(text, number_tokens))
+
+
+#: The fast reader: the C decoder with the duplicate-name hook only. Numbers are read as the
+#: C scanner reads them without hooks, ``int(text)`` and ``float(text)``, which is what the
+#: strict hooks compute before their checks (see :func:`_fast` for when they can differ).
+_FAST_DECODER = json.JSONDecoder(object_pairs_hook=_pairs)
+
+
+def _fast(text: str) -> tuple[Any, bool] | None:
+    """``(value, simple)`` when the strict reader would return exactly this value, else None.
+
+    The fast reader skips the per-number hooks (a Python call for every number: most of the
+    strict reader's time, bench/core.py part c). Its value is the strict reader's when it
+    parses (so the text is JSON with no repeated name: ``_pairs`` runs here too), :func:`_scan`
+    with the number checks finds no fault (depth, lone surrogates, integers within
+    +-(2**53-1), floats finite and not canonically an out-of-range integer) and no float is
+    integral: the strict reader turns ``541.0`` into ``541`` and refuses a non-zero literal
+    that underflows to ``0.0``, both of which the fast reader cannot tell from the value
+    alone. Any other document, and any error, gives None: the strict reader decides it, so
+    the errors, codes and pointers are the strict reader's. ``number_tokens`` needs nothing
+    more: it only changes integral floats.
+    """
+    try:
+        value = _FAST_DECODER.decode(text)
+        simple = _scan(value, check_numbers=True)
+    except Exception:  # any failure: the strict reader reads the text again
+        return None
+    if not simple and _has_integral_float(value):
+        return None
+    return value, simple
+
+
+def _has_integral_float(value: Any) -> bool:
+    """Whether a float with an integral value (``0.0`` included) lies anywhere in ``value``."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        t = type(node)
+        if t is dict:
+            stack.extend(node.values())
+        elif t is list:
+            stack.extend(node)
+        elif t is float and node.is_integer():
+            return True
+    return False
+
+
+def _text(data: bytes | bytearray | memoryview | str) -> str:
+    """The JSON text: a str as given, bytes decoded as UTF-8 (``json.bom``, ``json.utf8``)."""
     if isinstance(data, str):
         if data.startswith("\ufeff"):
             raise _err("json.bom", "a byte-order mark precedes the JSON text")
@@ -352,6 +416,11 @@ def _decode(data: bytes | bytearray | memoryview | str, number_tokens: bool = Fa
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise _err("json.utf8", f"invalid UTF-8 at byte {exc.start}") from None
+    return text
+
+
+def _decode_text(text: str, number_tokens: bool = False) -> Any:
+    """The strict decoder on decoded text (no tree walk)."""
     decoder = _TOKEN_DECODER if number_tokens and _FRACTION_OR_EXPONENT.search(text) else _DECODER
     try:
         value = decoder.decode(text)
@@ -467,5 +536,5 @@ def _encode(value: Any, simple: bool) -> bytes:
 
 def loads_canonical(data: bytes | bytearray | memoryview | str) -> tuple[Any, bytes]:
     """Parse strictly and return ``(value, canonical bytes)``; raises as :func:`loads`."""
-    value, simple = _checked(_decode(data))
+    value, simple = _read(data)
     return value, _encode(value, simple)

@@ -214,15 +214,20 @@ class JsonKind(KindHandler):
 
         ``batch`` is state shared by the documents of one run, here the digests of earlier
         documents, so a ref to a document earlier in the same command gets its edge too.
+        Those digests are taken only when a document has a ref to look up: the blob write
+        hashes every document anyway, so a run of documents without refs hashes each once
+        (issue 29).
         """
-        from ..core.digests import digest_bytes
-
         earlier: dict[tuple[str, str], str] = batch.setdefault("earlier", {})
+        unhashed: list[bytes] = batch.setdefault("unhashed", [])
         mentioned: list[tuple[str, str]] = []
         # Every content ref holds "blake3:" or "sha256:", which RFC 8785 writes unescaped: a
         # document whose canonical bytes hold neither has no ref to walk for (issue 16).
         maybe = b"blake3:" in canonical or b"sha256:" in canonical
         refs = _content_refs(doc) if maybe else []
+        if refs and unhashed:
+            _note_digests(earlier, unhashed)
+            unhashed.clear()
         # The stored blobs among the blake3 refs: one query per 500, not one per ref.
         # (A set of every earlier digest built per document made a run quadratic: 0.2 s per
         # 1,000 documents, seconds per 10k, issue 29; a lookup in ``earlier`` is enough.)
@@ -246,9 +251,7 @@ class JsonKind(KindHandler):
                 hit = row.digest.blake3 if row is not None else None
             if hit is not None:
                 mentioned.append(("mentions", hit))
-        dg = digest_bytes(canonical)
-        earlier[("blake3", dg.blake3)] = dg.blake3
-        earlier[("sha256", dg.sha256)] = dg.blake3
+        unhashed.append(canonical)
         return (canonical, mentioned, [])
 
     def flush(
@@ -256,6 +259,16 @@ class JsonKind(KindHandler):
     ) -> list[ArtifactResult]:
         """Write staged documents with one statement per table (results in order)."""
         return txn.put_artifacts(self.name, self.contract_version, specs)
+
+
+def _note_digests(earlier: dict[tuple[str, str], str], canonicals: list[bytes]) -> None:
+    """Enter both digests of each of ``canonicals`` in ``earlier`` (-> its blake3 hex)."""
+    from ..core.digests import digest_bytes
+
+    for canonical in canonicals:
+        dg = digest_bytes(canonical)
+        earlier[("blake3", dg.blake3)] = dg.blake3
+        earlier[("sha256", dg.sha256)] = dg.blake3
 
 
 def _content_refs(doc: Any) -> list[Any]:
