@@ -3,6 +3,11 @@
 ``memory``: ``GET /v1/objects/{ref}`` checks a bearer token in a dict and returns fixed bytes
 from memory with the server's headers (part a). ``file``: returns the same bytes from a file
 (``FileResponse``, part b). Configured by environment (``EVBENCH_*``), run by uvicorn.
+
+The route is a plain ``def`` (Starlette runs it in a worker thread); ``EVBENCH_ASYNC=1``
+makes it an ``async def`` run on the event loop, as evstore's GET and the floor apps
+(bench/server_floor.py) are: part (a) measures both on PostgreSQL (``ceiling_async``), so
+that a floor is not compared only with a ceiling that pays a thread hop the floor does not.
 """
 
 from __future__ import annotations
@@ -25,7 +30,6 @@ HEADERS = {
 app = FastAPI()
 
 
-@app.get("/v1/objects/{ref}")
 def get_object(ref: str, request: Request) -> Response:
     auth = request.headers.get("authorization", "")
     if TOKENS.get(auth.removeprefix("Bearer ")) is None:
@@ -33,3 +37,10 @@ def get_object(ref: str, request: Request) -> Response:
     if FILE:
         return FileResponse(FILE, headers=HEADERS, media_type="application/octet-stream")
     return Response(BODY, headers=HEADERS, media_type="application/octet-stream")
+
+
+async def get_object_async(ref: str, request: Request) -> Response:
+    return get_object(ref, request)
+
+
+app.get("/v1/objects/{ref}")(get_object_async if os.environ.get("EVBENCH_ASYNC") else get_object)
