@@ -16,13 +16,15 @@ docs/benchmarks.md "archive export").
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
-from ..core.canonical import dumps, loads
+from ..core.canonical import MAX_SAFE_INTEGER, dumps, loads
 from ..core.digests import Digest
 from ..core.errors import NotFound
 from ..core.refs import parse_ref
@@ -31,7 +33,7 @@ from ..db.tables import artifacts, edges
 from ..objects import blobs as _blobs
 from .layout import ANN_ADDRESS, ANN_EDGES, ANN_KIND, ANN_ROLE, MEDIA_ARTIFACT, MEDIA_BLOB
 
-__all__ = ["BATCH", "CONTENT_VERSION", "Obj", "closure", "kind_text", "layer"]
+__all__ = ["BATCH", "CONTENT_VERSION", "Obj", "closure", "kind_text", "layer", "layers_json"]
 
 #: Addresses asked for per ``IN`` list on SQLite (every driver's parameter limit).
 BATCH = 500
@@ -49,12 +51,15 @@ class Obj:
         edges: ``(role, BLAKE3 hex)`` of the edges leaving it, sorted.
         companions: for a fragment, the BLAKE3 hex of the ``fragment-source`` records of
             its source bytes.
+        rowid: its ``blobs.id`` in the walk's snapshot (the export reads an inline blob's
+            bytes by it on SQLite: the primary key, one b-tree seek instead of two).
     """
 
     row: _blobs.BlobRow
     kinds: tuple[str, ...]
     edges: list[tuple[str, str]]
     companions: list[str] = field(default_factory=list)
+    rowid: Any = None
 
 
 class _Found(NamedTuple):  # a driver row in the attribute shape row_from reads
@@ -66,9 +71,9 @@ class _Found(NamedTuple):  # a driver row in the attribute shape row_from reads
 
 #: The statements of the walk: (SQLite with an IN list to fill, PostgreSQL with an array).
 _ROWS_SQL = (
-    "SELECT b.address, b.sha256, b.size, b.chunk_set, a.kind FROM blobs b"
+    "SELECT b.address, b.sha256, b.size, b.chunk_set, a.kind, b.id FROM blobs b"
     " LEFT JOIN artifacts a ON a.address = b.address WHERE b.address IN ({})",
-    "SELECT b.address, b.sha256, b.size, b.chunk_set, a.kind FROM blobs b"
+    "SELECT b.address, b.sha256, b.size, b.chunk_set, a.kind, b.id FROM blobs b"
     " LEFT JOIN artifacts a ON a.address = b.address WHERE b.address = ANY(%b)",
 )
 _EDGES_SQL = (
@@ -105,14 +110,25 @@ def _load(conn: sa.Connection, addresses: list[str], cache: dict[str, Obj]) -> N
         return
     found: dict[str, _blobs.BlobRow] = {}
     kinds: dict[str, list[str]] = {}
-    for address, sha256, size, chunk_set, kind in _statements(conn, _ROWS_SQL, todo):
-        if address not in found:
-            found[address] = _row(address, sha256, size, chunk_set)
+    ids: dict[str, Any] = {}
+    blob_row = _blobs.BlobRow
+    for address, sha256, size, chunk_set, kind, rowid in _statements(conn, _ROWS_SQL, todo):
         if kind is not None:
             kinds.setdefault(address, []).append(kind)
+        if address in found:
+            continue
+        ids[address] = rowid
+        if type(size) is int and (chunk_set is None or type(chunk_set) is int):
+            found[address] = blob_row(Digest(address, sha256, size), chunk_set)  # row_from's
+        else:
+            found[address] = _row(address, sha256, size, chunk_set)
     out: dict[str, list[tuple[str, str]]] = {}
     for src, role, dst in _statements(conn, _EDGES_SQL, todo):
-        out.setdefault(src, []).append((role, dst))
+        e = out.get(src)
+        if e is None:
+            out[src] = [(role, dst)]
+        else:
+            e.append((role, dst))
     for a in todo:
         row = found.get(a)
         if row is None:
@@ -123,7 +139,7 @@ def _load(conn: sa.Connection, addresses: list[str], cache: dict[str, Obj]) -> N
             )
         k = kinds.get(a)
         e = out.get(a)
-        cache[a] = Obj(row, tuple(sorted(k)) if k else (), sorted(e) if e else [])
+        cache[a] = Obj(row, tuple(sorted(k)) if k else (), sorted(e) if e else [], [], ids[a])
     _companions(conn, [a for a in todo if "fragment" in cache[a].kinds], cache)
 
 
@@ -200,3 +216,89 @@ def layer(obj: Obj, role: str) -> dict[str, Any]:
         "size": d.size,
         "annotations": ann,
     }
+
+
+#: Every digest of :func:`layers_json`'s fast path, concatenated.
+_HEX = re.compile("[0-9a-f]*")
+
+
+def _edges_value(edges: list[tuple[str, str]], hexes: list[str]) -> str:
+    """The edges annotation as a JSON string value: ``enc(dumps([[role, "blake3:" + dst]]))``.
+
+    Built escaped once over: a role's text is its JSON string's JSON string without the
+    outer quotes, every other quote is a backslash and a quote. Each ``dst`` is appended to
+    ``hexes`` for the caller's lowercase-hex check (which makes writing it unescaped safe).
+    """
+    enc = encode_basestring
+    twice: dict[str, str] = {}
+    items: list[str] = []
+    add = items.append
+    for role, dst in edges:
+        r = twice.get(role)
+        if r is None:
+            r = twice[role] = enc(enc(role))[1:-1]
+        hexes.append(dst)
+        add(f'[{r},\\"blake3:{dst}\\"]')
+    return '"[' + ",".join(items) + ']"'
+
+
+#: The parts of one member's descriptor in canonical order (RFC 8785 sorts the names; these
+#: are ASCII, so code point order): annotations (address, edges, kind, role), digest,
+#: mediaType, size.
+_A = '{"annotations":{"' + ANN_ADDRESS + '":'
+_E = ',"' + ANN_EDGES + '":'
+_K = ',"' + ANN_KIND + '":'
+_R = ',"' + ANN_ROLE + '":'
+_D = '},"digest":'
+_M = {
+    True: ',"mediaType":"' + MEDIA_ARTIFACT + '","size":',
+    False: ',"mediaType":"' + MEDIA_BLOB + '","size":',
+}
+
+
+def layers_json(cache: dict[str, Obj], members: list[tuple[str, str]]) -> str | None:
+    """The members' descriptors (:func:`layer`) as canonical JSON, comma-joined, no brackets.
+
+    The text ``dumps`` gives for the list of :func:`layer` dicts without its ``[`` and ``]``,
+    built by string formatting: ``dumps`` first scans the 10k dicts of a large closure for
+    its domain, then encodes them, several times the cost of this (issue 29,
+    docs/benchmarks.md). Kinds, roles and edges go through the JSON encoder's own string
+    escaping (the one ``dumps`` uses), so quotes, backslashes and control characters come
+    out the same; the digests are written as they are once all of them are lowercase hex.
+
+    Returns:
+        The text, or None where ``dumps`` could differ or refuse: a digest that is not
+        lowercase hex, a string that is not all ASCII (``dumps`` refuses a lone surrogate)
+        or a size beyond +-(2**53-1); the caller then encodes the :func:`layer` dicts with
+        ``dumps`` (the same bytes, or its error).
+    """
+    enc = encode_basestring
+    parts: list[str] = []
+    add = parts.append
+    digests: list[str] = []
+    hexes = digests.append
+    kind_json: dict[tuple[str, ...], str] = {}
+    role_json: dict[str, str] = {}
+    for a, role in members:
+        obj = cache[a]
+        d = obj.row.digest
+        size = d.size
+        if not -MAX_SAFE_INTEGER <= size <= MAX_SAFE_INTEGER:
+            return None
+        kinds = obj.kinds
+        k = kind_json.get(kinds)
+        if k is None:
+            k = kind_json[kinds] = enc(kind_text(kinds))
+        r = role_json.get(role)
+        if r is None:
+            r = role_json[role] = enc(role)
+        b3 = d.blake3
+        sha = d.sha256
+        hexes(b3)
+        hexes(sha)
+        edges = _E + _edges_value(obj.edges, digests) if obj.edges else ""
+        add(f'{_A}"blake3:{b3}"{edges}{_K}{k}{_R}{r}{_D}"sha256:{sha}"{_M[bool(kinds)]}{size}}}')
+    if _HEX.fullmatch("".join(digests)) is None:
+        return None
+    text = ",".join(parts)
+    return text if text.isascii() else None

@@ -64,6 +64,7 @@ __all__ = [
     "index_bytes",
     "layout_bytes",
     "manifest_bytes",
+    "manifest_from_json",
     "open_source",
     "tar_end",
     "tar_header",
@@ -203,16 +204,34 @@ def manifest_bytes(root: str, kind: str, layers: list[dict[str, Any]]) -> bytes:
         layers: one descriptor per member, root first (``mediaType``, ``digest``, ``size``,
             ``annotations``).
     """
-    return dumps(
+    return manifest_from_json(root, kind, len(layers), dumps(layers)[1:-1].decode())
+
+
+#: Where the layers go in a manifest's canonical bytes (the one ``"layers":[]`` of
+#: :func:`manifest_from_json`'s skeleton: a JSON string holds ``"`` only as ``\"``, so no
+#: annotation value can hold that text).
+_LAYERS_SLOT = b'"layers":[]'
+
+
+def manifest_from_json(root: str, kind: str, count: int, layers: str) -> bytes:
+    """:func:`manifest_bytes` from its layers' canonical JSON, comma-joined, no brackets.
+
+    A canonical list is ``[`` + its members' canonical JSON joined by ``,`` + ``]``, so
+    splicing ``layers`` into the skeleton's empty list gives the bytes ``dumps`` gives for
+    the whole manifest. ``count`` is the number of layers (in the annotations).
+    """
+    skeleton = dumps(
         {
             "schemaVersion": 2,
             "mediaType": MANIFEST_MEDIA_TYPE,
             "artifactType": ARTIFACT_TYPE,
             "config": config_descriptor(),
-            "layers": layers,
-            "annotations": {ANN_ROOT: root, ANN_KIND: kind, ANN_OBJECTS: str(len(layers))},
+            "layers": [],
+            "annotations": {ANN_ROOT: root, ANN_KIND: kind, ANN_OBJECTS: str(count)},
         }
     )
+    at = skeleton.index(_LAYERS_SLOT) + len(_LAYERS_SLOT) - 1
+    return skeleton[:at] + layers.encode() + skeleton[at:]
 
 
 def index_bytes(entries: list[dict[str, Any]]) -> bytes:

@@ -39,7 +39,7 @@ from ..contracts.fragments.rules import (
     identity_key,
     scope_of,
 )
-from ..core.canonical import loads
+from ..core.canonical import dumps, loads
 from ..core.digests import Digest, digest_bytes
 from ..core.errors import EvstoreError, NotFound, error
 from ..core.refs import parse_ref
@@ -49,7 +49,7 @@ from ..objects import blobs as _blobs
 from ..objects.artifacts import Document
 from ..objects.kinds import get_handler, kind_records
 from ..objects.txn import Txn
-from .closure import BATCH, Obj, closure, kind_text, layer
+from .closure import BATCH, Obj, closure, kind_text, layer, layers_json
 from .layout import (
     ANN_ADDRESS,
     ANN_KIND,
@@ -67,6 +67,7 @@ from .layout import (
     index_bytes,
     layout_bytes,
     manifest_bytes,
+    manifest_from_json,
     open_source,
 )
 from .proofs import (
@@ -187,13 +188,22 @@ def _plan(
     objects: dict[str, Obj] = {}
     for root in sorted(roots):
         members = closure(conn, root, cache)
-        layers = [layer(cache[a], role) for a, role in members]
-        if extras is not None:
-            layers += _proof_layers(conn, ["blake3:" + a for a, _ in members], extras)
+        kind = kind_text(cache[root].kinds)
+        text = layers_json(cache, members)
+        if text is None:  # a case the fast encoding leaves to dumps (closure.layers_json)
+            layers = [layer(cache[a], role) for a, role in members]
+            if extras is not None:
+                layers += _proof_layers(conn, ["blake3:" + a for a, _ in members], extras)
+            data = manifest_bytes("blake3:" + root, kind, layers)
+        else:
+            count = len(members)
+            if extras is not None:
+                proof = _proof_layers(conn, ["blake3:" + a for a, _ in members], extras)
+                text += "," + dumps(proof)[1:-1].decode()
+                count += len(proof)
+            data = manifest_from_json("blake3:" + root, kind, count, text)
         for a, _ in members:
             objects[cache[a].row.digest.sha256] = cache[a]
-        kind = kind_text(cache[root].kinds)
-        data = manifest_bytes("blake3:" + root, kind, layers)
         entry = {
             "mediaType": MANIFEST_MEDIA_TYPE,
             "artifactType": ARTIFACT_TYPE,
@@ -263,7 +273,8 @@ def export_archive(
                 files[sha] = (len(extra), extra)
             for sha, obj in objects.items():
                 files.setdefault(sha, (obj.row.digest.size, obj.row))
-            write_files(conn, writer, files)
+            rowids = {o.row.digest.blake3: o.rowid for o in objects.values()}
+            write_files(conn, writer, files, rowids)
             writer.commit()
         except BaseException:
             writer.abort()

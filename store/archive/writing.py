@@ -22,7 +22,7 @@ import os
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from typing import Any
 
@@ -167,20 +167,35 @@ class Writer:
                 os.unlink(self.tmp)
 
 
-def _fetch(conn: sa.Connection, rows: list[_blobs.BlobRow]) -> list[bytes]:
+def _fetch(
+    conn: sa.Connection, rows: list[_blobs.BlobRow], rowids: Mapping[str, Any] | None = None
+) -> list[bytes]:
     """The stored bytes of inline blobs (one statement), unverified, in the order of ``rows``.
+
+    On SQLite, with every row's ``blobs.id`` in ``rowids`` (BLAKE3 hex -> id, read in the
+    same snapshot by the walk), the rows are read by their primary key: one b-tree seek
+    each instead of the address index's and then the table's (about a third less CPU for
+    10k rows of 10 KiB, issue 29); the rows are keyed by the address they hold, so a row
+    that no longer has the asked-for address is not found.
 
     Raises:
         NotFound: ``not-found.blob``. CorruptionError: ``corruption.row`` (not bytes).
     """
     addresses = [r.digest.blake3 for r in rows]
     params: tuple[Any, ...]
+    found: dict[str, Any]
     if conn.dialect.name == "postgresql":
         sql, params = "SELECT address, data FROM blobs WHERE address = ANY(%b)", (addresses,)
+        found = {a: d for a, d in driver_rows(conn, sql, params, binary=True)}
     else:
-        sql = f"SELECT address, data FROM blobs WHERE address IN ({','.join('?' * len(rows))})"
-        params = tuple(addresses)
-    found = {a: d for a, d in driver_rows(conn, sql, params, binary=True)}
+        ids = [rowids.get(a) for a in addresses] if rowids is not None else None
+        if ids is not None and all(type(i) is int for i in ids):
+            sql = f"SELECT address, data FROM blobs WHERE id IN ({','.join('?' * len(ids))})"
+            params = tuple(ids)
+        else:
+            sql = f"SELECT address, data FROM blobs WHERE address IN ({','.join('?' * len(rows))})"
+            params = tuple(addresses)
+        found = {a: d for a, d in driver_rows(conn, sql, params)}
     out: list[bytes] = []
     for row in rows:
         a = row.digest.blake3
@@ -224,10 +239,12 @@ def _segments(files: dict[str, tuple[int, Any]]) -> Iterator[_Batch | tuple[str,
 class _Pending:
     """One batch read and handed to the hashing worker, not yet verified nor written."""
 
-    def __init__(self, conn: sa.Connection, batch: _Batch) -> None:
+    def __init__(
+        self, conn: sa.Connection, batch: _Batch, rowids: Mapping[str, Any] | None
+    ) -> None:
         self.batch = batch
         self.rows = [w for _, w in batch if not isinstance(w, bytes)]
-        self.data = _fetch(conn, self.rows) if self.rows else []
+        self.data = _fetch(conn, self.rows, rowids) if self.rows else []
         self.hashed: Future[list[Digest]] | None = digest_batch(self.data) if self.rows else None
 
     def files(self) -> list[tuple[str, bytes]]:
@@ -253,8 +270,16 @@ class _Pending:
         return out
 
 
-def write_files(conn: sa.Connection, writer: Writer, files: dict[str, tuple[int, Any]]) -> None:
+def write_files(
+    conn: sa.Connection,
+    writer: Writer,
+    files: dict[str, tuple[int, Any]],
+    rowids: Mapping[str, Any] | None = None,
+) -> None:
     """Write ``files`` (SHA-256 hex -> ``(size in bytes, bytes or BlobRow)``) as blobs, by name.
+
+    ``rowids`` (BLAKE3 hex -> ``blobs.id``, from the same snapshot) lets SQLite read inline
+    blobs by primary key (:func:`_fetch`).
 
     Each batch of inline blobs is hashed while the next one is read, and written only after
     every object in it was verified; chunked and backend blobs are streamed and checked at
@@ -267,7 +292,7 @@ def write_files(conn: sa.Connection, writer: Writer, files: dict[str, tuple[int,
     pending: _Pending | None = None
     for seg in _segments(files):
         if isinstance(seg, list):
-            ahead = _Pending(conn, [(blob_name(n), w) for n, w in seg])
+            ahead = _Pending(conn, [(blob_name(n), w) for n, w in seg], rowids)
             if pending is not None:
                 writer.write_all(pending.files())  # hashed while ``ahead`` was read
             pending = ahead
