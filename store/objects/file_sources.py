@@ -25,7 +25,7 @@ import blake3 as _blake3
 from ..core.digests import Digest
 from ..core.errors import EvstoreError, error
 
-__all__ = ["PIECE", "FileSource", "read_up_to", "regular_file"]
+__all__ = ["FileSource", "PIECE", "read_up_to", "regular_file"]
 
 #: Bytes read from the file at a time, on both reads (the S3 backend's upload part size).
 PIECE = 8 << 20
