@@ -105,12 +105,26 @@ class FileBackend:
         ``chunks`` has ended); an exception of ``chunks`` propagates and leaves the key as it
         was (the temporary file is removed).
         """  # noqa: D205
+        raised: list[OSError] = []  # the iterable's own OSError, kept apart from a write's
 
         def fill(out: BinaryIO) -> None:
-            for chunk in chunks:
+            it = iter(chunks)
+            while True:
+                try:
+                    chunk = next(it)
+                except StopIteration:
+                    return
+                except OSError as exc:
+                    raised.append(exc)
+                    raise
                 out.write(chunk)
 
-        self._write(key, fill)
+        try:
+            self._write(key, fill)
+        except EvstoreError:
+            if raised:
+                raise raised[0] from None
+            raise
 
     def create_bytes(self, key: str, data: bytes) -> bool:
         """Store ``data`` under ``key`` unless it exists (hard link of a temporary file, which

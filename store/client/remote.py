@@ -37,6 +37,7 @@ from ..core.refs import ContentRef, parse_ref, parse_refs
 from ..core.results import ArtifactInfo, ArtifactResult, Document, IngestReport, PutResult, Warning_
 from .admin import RemoteAdmin
 from .archives import RemoteArchives
+from .bodies import checked_body
 from .http import DEFAULT_TIMEOUT, Http, RetryPolicy, rebuild_error, unsupported
 from .redirects import check_promised, get_object
 from .retention import RemoteRetention, root_params
@@ -218,7 +219,8 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
 
         The digest is computed here first; the server must report the same one
         (``remote.digest`` otherwise). A stream that cannot rewind is spooled to a temporary
-        file (memory: 8 MiB), so the request can be resent. Raises as :meth:`Store.put`.
+        file (memory: 8 MiB), so the request can be resent. Raises as :meth:`Store.put`, and
+        ``input.changed`` when a seekable stream changed between its hash and its send.
         """
         self._live()
         if isinstance(data, (bytes, bytearray, memoryview)):
@@ -244,12 +246,8 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
         while chunk := fh.read(_CHUNK):
             h.submit(chunk)  # hashed by workers while the next chunk is read
 
-        def body() -> Iterator[bytes]:
-            fh.seek(start)
-            while chunk := fh.read(_CHUNK):
-                yield chunk
-
-        return self._put(h.digest(), body)
+        digest = h.digest()  # the body sends these bytes again, checked: input.changed
+        return self._put(digest, lambda: checked_body(fh, start, digest, _CHUNK))
 
     def _put(self, digest: Digest, body: Callable[[], Any]) -> PutResult:
         resp = self.http.request(

@@ -669,13 +669,15 @@ def _put_stream_external(
 
 def _put_file_external(conn: Connection, stream: BinaryIO, where: external.Target) -> PutResult:
     """:func:`put_stream` of an open regular file for a store with a blob backend: a file
-    of up to :data:`~.file_sources.PIECE` bytes is read into memory and stored as bytes;
-    a larger one is hashed in a first read and uploaded from a second, checked read
+    of up to :data:`~.file_sources.PIECE` bytes, or up to ``blobs.inline_max`` (which stays
+    in the database), is read into memory and stored as bytes; a larger one is hashed in a
+    first read and uploaded from a second, checked read
     (:class:`~.file_sources.FileSource`: no local copy; ``input.changed`` if it changed).
     """  # noqa: D205
     start = stream.tell()
-    head = file_sources.read_up_to(stream, file_sources.PIECE + 1)
-    if len(head) <= file_sources.PIECE:
+    whole = max(file_sources.PIECE, where.inline_max)
+    head = file_sources.read_up_to(stream, whole + 1)
+    if len(head) <= whole:
         return put_many(conn, [head])[0]
     h = Hasher()
     h.submit(head)

@@ -25,7 +25,7 @@ import blake3 as _blake3
 from ..core.digests import Digest
 from ..core.errors import EvstoreError, error
 
-__all__ = ["PIECE", "FileSource", "read_up_to", "regular_file"]
+__all__ = ["FileSource", "PIECE", "read_up_to", "regular_file"]
 
 #: Bytes read from the file at a time, on both reads (the S3 backend's upload part size).
 PIECE = 8 << 20
@@ -34,15 +34,18 @@ PIECE = 8 << 20
 def regular_file(stream: Any) -> bool:
     """Whether ``stream`` is a binary file object over a seekable regular file.
 
-    Only Python's own file objects count (``open(path, "rb")``, ``tempfile.TemporaryFile``):
-    their ``fileno`` has no side effect. A pipe, a socket, stdin from a terminal, a text
-    stream or another file-like object is False, and is read once.
+    Only Python's own file objects count (``open(path, "rb")``, ``tempfile.TemporaryFile``),
+    by exact type: their ``fileno`` has no side effect and their ``read`` gives the file's
+    bytes. A subclass is read once, as any stream: a tar member
+    (``TarFile.extractfile``, whose raw part has no ``fileno``) or a caller's reader that
+    counts or hashes what it hands out must not be read twice. A pipe, a socket, stdin from a
+    terminal, a text stream or another file-like object is False, and is read once.
     """
-    if not isinstance(stream, (io.BufferedReader, io.BufferedRandom, io.FileIO)):
+    if type(stream) not in (io.BufferedReader, io.BufferedRandom, io.FileIO):
         return False
     try:
         return stat.S_ISREG(os.fstat(stream.fileno()).st_mode) and stream.seekable()
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         return False
 
 

@@ -306,3 +306,20 @@ def test_a_hung_s3_server_is_unreachable_within_the_timeout_setting(s3_credentia
             b.stat(blob_key(ADDR))
         assert info.value.code == "blobs.unreachable"
         assert time.monotonic() - started < 20
+
+
+def test_put_chunks_passes_an_oserror_of_the_iterable_on_unchanged(blob_backend):
+    # The directory backend turned any OSError met while writing into blobs.backend, the
+    # iterable's own included: a caller's read failure must stay the caller's (attack7).
+    key = blob_key("da" * 32)
+    failure = OSError(5, "Input/output error")
+
+    def pieces():
+        yield os.urandom(CHUNK)
+        raise failure
+
+    with pytest.raises(OSError) as info:
+        blob_backend.put_chunks(key, pieces())
+    assert info.value is failure
+    assert blob_backend.stat(key) is None
+    assert list(blob_backend.list("")) == []
