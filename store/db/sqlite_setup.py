@@ -7,20 +7,26 @@ kept apart from the engine module so that each stays readable.
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 
 from ..core.errors import StoreStateError
 
-if TYPE_CHECKING:
-    from .engine import Database
+
+class _Store(Protocol):
+    """What the listeners need of :class:`~evstore.db.engine.Database`."""
+
+    read_only: bool
+
+    def check_identity(self) -> None: ...
+
 
 __all__ = ["foreign_keys_pragma_off", "sqlite_events"]
 
 
-def sqlite_events(engine: Engine, db: Database, busy_timeout_ms: int) -> None:
+def sqlite_events(engine: Engine, db: _Store, busy_timeout_ms: int) -> None:
     """WAL, synchronous=NORMAL, busy timeout, and BEGIN IMMEDIATE for every transaction.
 
     pysqlite's own transaction handling is turned off (isolation_level=None) so the BEGIN we
