@@ -150,6 +150,9 @@ TABLE: tuple[Code, ...] = tuple(Code(*row) for row in (
     ("blobs.unreachable", "store", "",
      "the blob backend (a directory or an S3-compatible server) cannot be reached; retryable"),
     ("blobs.backend", "store", "", "the blob backend failed (permissions, space, a refusal)"),
+    ("blobs.spool", "store", "",
+     "the local temporary directory ($TMPDIR) cannot hold the copy a verified read of a "
+     "backend blob is made from (space, permissions); nothing was served"),
     ("blobs.shared", "store", "",
      "the blob backend's marker names another store; two stores never share a directory or "
      "prefix (each one's gc would delete the other's bytes)"),

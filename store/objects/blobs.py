@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..core.digests import Digest, Hasher, digest_bytes
-from ..core.errors import CorruptionError, NotFound
+from ..core.errors import CorruptionError, EvstoreError, NotFound, error
 from ..core.refs import ContentRef
 from ..core.results import PutResult
 from ..db.engine import driver_rows
@@ -284,16 +284,40 @@ def _iter_spooled(conn: Connection, row: BlobRow) -> Iterator[bytes]:
     """  # noqa: D205
     address = row.digest.blake3
     h = Hasher()
-    with tempfile.TemporaryFile(prefix="evstore-read-") as spool:
+    try:
+        spool = tempfile.TemporaryFile(prefix="evstore-read-")
+    except OSError as exc:
+        raise _spool_fault(row, exc) from None
+    with spool:
         for chunk in _iter_raw(conn, address, file_sources.PIECE):
             h.submit(chunk)  # hashed in workers while it is written
-            spool.write(chunk)
+            try:
+                spool.write(chunk)
+            except OSError as exc:
+                raise _spool_fault(row, exc) from None
         err = compare_digest(row, h.digest())
         if err is not None:
             raise err
         spool.seek(0)
-        while piece := spool.read(CHUNK_SIZE):
+        while True:
+            try:
+                piece = spool.read(CHUNK_SIZE)
+            except OSError as exc:
+                raise _spool_fault(row, exc) from None
+            if not piece:
+                return
             yield piece
+
+
+def _spool_fault(row: BlobRow, exc: OSError) -> EvstoreError:
+    """``blobs.spool``: a verified read's local copy could not be written or read."""
+    return error(
+        "blobs.spool",
+        f"a verified read of {row.digest.address} ({row.digest.size} bytes, kept in a blob "
+        f"backend) needs a local copy in the temporary directory, which failed: "
+        f"{exc.strerror or exc}; nothing was served (free space there, or set TMPDIR)",
+        address=row.digest.address,
+    )
 
 
 def iter_checked(conn: Connection, row: BlobRow) -> Iterator[bytes]:

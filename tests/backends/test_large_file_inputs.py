@@ -94,19 +94,13 @@ class _FullSpool:
         raise OSError(errno.ENOSPC, "No space left on device")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="attack7: a verified read of a backend blob spools it to $TMPDIR (issue 25); a "
-    "full $TMPDIR ends it in a raw OSError (the CLI's get says output.unwritable), and no "
-    "error code names local temporary space: choosing one (or falling back to verify, "
-    "then stream again) is a design decision",
-)
 def test_a_verified_read_on_a_full_tmpdir_is_refused_typed(s, spec, monkeypatch):
     data = os.urandom(2 * (1 << 20) + 3)
     res = s.put(data)
     monkeypatch.setattr(tempfile, "TemporaryFile", lambda *a, **k: _FullSpool())
     got: list[bytes] = []
-    with pytest.raises(evstore.EvstoreError):
+    with pytest.raises(evstore.StoreStateError) as info:
         with s.open_blob(res.digest.address) as (_, chunks):
             got.extend(chunks)
-    assert got == []
+    assert got == [] and info.value.code == "blobs.spool"
+    assert "nothing was served" in str(info.value)
