@@ -153,43 +153,21 @@ def evstore_server(url: str, port: int, workers: int = 1) -> Proc:
     return Proc([*argv, "--workers", str(workers)], port, workers=workers)
 
 
+def _uvicorn_app(app: str, port: int, env: dict[str, str], workers: int) -> Proc:
+    """``app`` (``module:attribute`` in bench/) under uvicorn, no access log."""
+    argv = [sys.executable, "-m", "uvicorn", app, "--app-dir", str(HERE)]
+    argv += ["--port", str(port), "--no-access-log", "--log-level", "warning"]
+    return Proc([*argv, "--workers", str(workers)], port, env, workers)
+
+
 def ceiling_server(port: int, env: dict[str, str], workers: int = 1) -> Proc:
-    argv = [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        "server_ceiling:app",
-        "--app-dir",
-        str(HERE),
-        "--port",
-        str(port),
-        "--no-access-log",
-        "--log-level",
-        "warning",
-        "--workers",
-        str(workers),
-    ]
-    return Proc(argv, port, env, workers)
+    """bench/server_ceiling.py under uvicorn."""
+    return _uvicorn_app("server_ceiling:app", port, env, workers)
 
 
 def floor_server(port: int, env: dict[str, str], workers: int = 1) -> Proc:
     """bench/server_floor.py under uvicorn: ``env`` gives EVBENCH_FLOOR, EVBENCH_PG, ..."""
-    argv = [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        "server_floor:app",
-        "--app-dir",
-        str(HERE),
-        "--port",
-        str(port),
-        "--no-access-log",
-        "--log-level",
-        "warning",
-        "--workers",
-        str(workers),
-    ]
-    return Proc(argv, port, env, workers)
+    return _uvicorn_app("server_floor:app", port, env, workers)
 
 
 def static_server(root: Path, port: int) -> tuple[Proc, str]:
