@@ -30,14 +30,13 @@ import httpx
 
 from ..core.canonical import dumps, loads
 from ..core.cursors import cursor_key, listing_cursor
-from ..core.digests import Digest, Hasher, digest_bytes
+from ..core.digests import Digest, Hasher, digest_bytes, read_again_checked
 from ..core.documents import as_documents
 from ..core.errors import EvstoreError, error
 from ..core.refs import ContentRef, parse_ref, parse_refs
 from ..core.results import ArtifactInfo, ArtifactResult, Document, IngestReport, PutResult, Warning_
 from .admin import RemoteAdmin
 from .archives import RemoteArchives
-from .bodies import checked_body
 from .http import DEFAULT_TIMEOUT, Http, RetryPolicy, rebuild_error, unsupported
 from .redirects import check_promised, get_object
 from .retention import RemoteRetention, root_params
@@ -247,7 +246,9 @@ class RemoteStore(RemoteAdmin, RemoteArchives):
             h.submit(chunk)  # hashed by workers while the next chunk is read
 
         digest = h.digest()  # the body sends these bytes again, checked: input.changed
-        return self._put(digest, lambda: checked_body(fh, start, digest, _CHUNK))
+        return self._put(
+            digest, lambda: read_again_checked(fh, start, digest, _CHUNK, doing="sent")
+        )
 
     def _put(self, digest: Digest, body: Callable[[], Any]) -> PutResult:
         resp = self.http.request(

@@ -17,12 +17,14 @@ import binascii
 import hashlib
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 import blake3 as _blake3
+
+from .errors import EvstoreError, error
 
 __all__ = [
     "Digest",
@@ -34,6 +36,7 @@ __all__ = [
     "digest_bytes",
     "digest_stream",
     "hex_to_b64u",
+    "read_again_checked",
     "sha256_b64u",
     "sha256_hex",
 ]
@@ -245,3 +248,47 @@ def digest_stream(stream: BinaryIO, chunk_size: int = 1 << 20) -> Digest:
     while chunk := stream.read(chunk_size):
         h.update(chunk)
     return h.digest()
+
+
+def read_again_checked(
+    stream: IO[bytes], start: int, digest: Digest, piece: int, *, doing: str = "stored"
+) -> Iterator[bytes]:
+    """The ``digest.size`` bytes of ``stream`` from offset ``start`` again, ``piece`` bytes
+    at a time, checked against ``digest``, the first read's (issue 25's two-read put).
+
+    BLAKE3 is computed again on the way: equal BLAKE3 means equal bytes, so the first
+    read's SHA-256 holds. A stream that now ends early or holds other bytes raises before
+    the last piece is yielded, so a consumer that commits only after the last piece (a
+    multipart upload, a request body) never commits other bytes. ``doing`` names what the
+    bytes were being read for in the message ("stored", "sent").
+
+    Raises:
+        InputError: ``input.changed``; ``input.unreadable`` for an OSError of the read.
+    """  # noqa: D205
+    name = getattr(stream, "name", None)
+    what = f"the file {name}" if isinstance(name, str) else "the input stream"
+
+    def changed(how: str) -> EvstoreError:
+        return error(
+            "input.changed",
+            f"{what} changed while it was being {doing} ({how}); nothing was stored: "
+            "put it again once it is no longer being written",
+        )
+
+    b3 = _blake3.blake3()
+    left = digest.size
+    try:
+        stream.seek(start)
+        while left > 0:
+            chunk = stream.read(min(piece, left))
+            if not chunk:
+                raise changed(f"it ended {left} bytes early")
+            b3.update(chunk)
+            left -= len(chunk)
+            if left <= 0 and b3.hexdigest() != digest.blake3:
+                raise changed("its bytes differ from those first read")
+            yield chunk
+    except OSError as exc:
+        raise error(
+            "input.unreadable", f"cannot read {what} again: {exc.strerror or exc}"
+        ) from None

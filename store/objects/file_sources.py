@@ -20,10 +20,7 @@ import stat
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-import blake3 as _blake3
-
-from ..core.digests import Digest
-from ..core.errors import EvstoreError, error
+from ..core.digests import Digest, read_again_checked
 
 __all__ = ["FileSource", "PIECE", "read_up_to", "regular_file"]
 
@@ -81,15 +78,6 @@ class FileSource:
         self.start = start
         self.digest = digest
 
-    def _changed(self, how: str) -> EvstoreError:
-        name = getattr(self.stream, "name", None)
-        what = f"the file {name}" if isinstance(name, str) else "the input file"
-        return error(
-            "input.changed",
-            f"{what} changed while it was being stored ({how}); nothing was stored: "
-            "put it again once it is no longer being written",
-        )
-
     def pieces(self) -> Iterator[bytes]:
         """The file's bytes again, :data:`PIECE` at a time.
 
@@ -98,21 +86,4 @@ class FileSource:
                 now holds other bytes (or fewer) than the first read found; an OSError of
                 the second read is ``input.unreadable``.
         """
-        want = self.digest
-        b3 = _blake3.blake3()
-        left = want.size
-        try:
-            self.stream.seek(self.start)
-            while left > 0:
-                piece = read_up_to(self.stream, min(PIECE, left))
-                if not piece:
-                    raise self._changed(f"it ended {left} bytes early")
-                b3.update(piece)
-                left -= len(piece)
-                if left == 0 and b3.hexdigest() != want.blake3:
-                    raise self._changed("its bytes differ from those first read")
-                yield piece
-        except OSError as exc:
-            raise error(
-                "input.unreadable", f"cannot read the input file again: {exc.strerror or exc}"
-            ) from None
+        return read_again_checked(self.stream, self.start, self.digest, PIECE)
